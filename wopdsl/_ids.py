@@ -1,0 +1,83 @@
+"""Private id minting, identifier rules and clocks."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from datetime import UTC, datetime
+from typing import Final, Protocol
+
+IDENT_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
+"""Member, room and council ids: safe as data, never a path (no '/', no control chars)."""
+
+RUN_ID_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
+MAX_SAFE_INT: Final = 2**53 - 1
+
+
+def is_ident(value: str) -> bool:
+    """Return whether ``value`` is a valid member/room/council identifier."""
+    return IDENT_RE.fullmatch(value) is not None and value not in {".", ".."}
+
+
+def new_run_id(council_id: str) -> str:
+    """Mint a fresh, unique run id for a council."""
+    return f"{council_id[:40]}-{secrets.token_hex(6)}"
+
+
+def event_id(run_id: str, sequence: int) -> str:
+    """Mint the event id of ``sequence`` in ``run_id``: unique, 16-128 chars of [A-Za-z0-9._~-]."""
+    return f"evt.{run_id}.{sequence:012d}"
+
+
+def conversation_id(run_id: str, room_id: str) -> str:
+    """Return the deterministic conversation id of a room in a run."""
+    return f"{run_id}:room:{room_id}"
+
+
+def message_id(sender: str, position: int, post_index: int) -> str:
+    """Return the id of an accepted post: ``team/{sender}/{position}/{postIndex}``."""
+    return f"team/{sender}/{position}/{post_index}"
+
+
+class Clock(Protocol):
+    """A source of wall time in milliseconds since the epoch."""
+
+    def now_ms(self) -> int:
+        """Return the current time in ms since the epoch."""
+        ...
+
+
+class SystemClock:
+    """The real wall clock."""
+
+    def now_ms(self) -> int:
+        """Return the current time in ms since the epoch."""
+        return time.time_ns() // 1_000_000
+
+
+class FixedClock:
+    """A deterministic clock: starts at ``start_ms`` and advances ``step_ms`` per reading."""
+
+    def __init__(self, start_ms: int = 1_767_225_600_000, step_ms: int = 1) -> None:
+        self._now = start_ms
+        self._step = step_ms
+
+    def now_ms(self) -> int:
+        """Return the next reading."""
+        value = self._now
+        self._now += self._step
+        return value
+
+
+def iso_ms(ms: int) -> str:
+    """Format ms since the epoch as ISO 8601 UTC with millisecond precision."""
+    seconds, millis = divmod(ms, 1000)
+    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{millis:03d}Z"
+
+
+def parse_iso_ms(text: str) -> int:
+    """Parse an ISO 8601 timestamp back into ms since the epoch."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(value.timestamp() * 1000)

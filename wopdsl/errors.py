@@ -1,0 +1,189 @@
+"""Errors raised by wopdsl, each with a stable code documented in docs/errors.md.
+
+Our exception hierarchy::
+
+    WopError
+    ├── DeclarationError (ValueError)      DECLARATION_INVALID
+    ├── ValidationError (ValueError)       validation_error
+    ├── StoreError
+    │   ├── StoreConflict                   STORE_CONFLICT
+    │   ├── EventInvalid (ValueError)       EVENT_INVALID
+    │   └── RunNotFound (LookupError)       RUN_NOT_FOUND
+    └── RunFailed                           the code of the failed run
+        (TEAM_NODE_FAILED, TEAM_TURN_LIMIT, TIMEOUT, ...)
+
+Turn-level codes (``RESULT_INVALID``, ``SCRIPT_EXHAUSTED``, ``TIMEOUT``) are recorded on
+``node.failed`` events rather than raised to the caller; :class:`TurnError` carries them
+from a member engine to the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+__all__ = [
+    "CODES",
+    "DOCS_URL",
+    "DeclarationError",
+    "EventInvalid",
+    "Problem",
+    "RunFailed",
+    "RunNotFound",
+    "StoreConflict",
+    "StoreError",
+    "TurnError",
+    "ValidationError",
+    "WopError",
+]
+
+DOCS_URL: Final = "docs/errors.md"
+
+CODES: Final[tuple[str, ...]] = (
+    "DECLARATION_INVALID",
+    "RESULT_INVALID",
+    "TEAM_NODE_FAILED",
+    "TEAM_TURN_LIMIT",
+    "SCRIPT_EXHAUSTED",
+    "TIMEOUT",
+    "validation_error",
+    "STORE_CONFLICT",
+    "EVENT_INVALID",
+    "RUN_NOT_FOUND",
+)
+"""Every stable error code, in the order docs/errors.md documents them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem found in a declaration or an input.
+
+    Attributes:
+        message: What is wrong.
+        path: The field path, e.g. ``members[1].max_turns``.
+        hint: How to fix it.
+        source: The file the problem is in, when there is one.
+        line: 1-based line in ``source``, when known.
+        column: 1-based column in ``source``, when known.
+    """
+
+    message: str
+    path: str = ""
+    hint: str = ""
+    source: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def location(self) -> str:
+        """Return ``file:line:col`` (or the parts that are known)."""
+        parts = [self.source or "<council>"]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    def render(self) -> str:
+        """Render as ``location: path: message (hint: ...)``."""
+        text = f"{self.location}: "
+        if self.path:
+            text += f"{self.path}: "
+        text += self.message
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+
+class WopError(Exception):
+    """Root of every error wopdsl raises on purpose."""
+
+    code: str = "WOP_ERROR"
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+    def render(self) -> str:
+        """Render the error the way the CLI prints it."""
+        return f"error[{self.code}]: {self}\n    see: {DOCS_URL}#{self.code.lower()}"
+
+
+class DeclarationError(WopError, ValueError):
+    """A council declaration (TOML file, decorators, spec) is invalid.
+
+    Collects every problem found, so one run of ``wop validate`` lists them all.
+    """
+
+    code = "DECLARATION_INVALID"
+
+    def __init__(self, problems: list[Problem] | Problem | str, *, hint: str = "") -> None:
+        if isinstance(problems, str):
+            problems = [Problem(problems, hint=hint)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: list[Problem] = list(problems)
+        count = len(self.problems)
+        head = "invalid council declaration" + (f" ({count} problems)" if count > 1 else "")
+        super().__init__(head + ":\n" + "\n".join("  " + p.render() for p in self.problems))
+
+
+class ValidationError(WopError, ValueError):
+    """Input to a running council was refused; nothing was appended.
+
+    Raised for human posts that break room membership, mention or turn-schema rules, for
+    turns after a conversation closed, and for roster violations (RFC 0101).
+    """
+
+    code = "validation_error"
+
+
+class StoreError(WopError):
+    """The event store could not do what was asked."""
+
+    code = "STORE_ERROR"
+
+
+class StoreConflict(StoreError):
+    """Another writer appended to the run first (optimistic concurrency)."""
+
+    code = "STORE_CONFLICT"
+
+
+class EventInvalid(StoreError, ValueError):
+    """A stored or offered event is malformed or has an unsupported schemaVersion."""
+
+    code = "EVENT_INVALID"
+
+
+class RunNotFound(StoreError, LookupError):
+    """No run with that id exists in the store."""
+
+    code = "RUN_NOT_FOUND"
+
+
+class RunFailed(WopError):
+    """A run ended in failure; ``code`` is the run's error code."""
+
+    def __init__(self, code: str, message: str, *, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+
+
+@dataclass(slots=True)
+class TurnError(Exception):
+    """A member turn failed with a stable code (carried into ``node.failed``)."""
+
+    code: str
+    message: str
+    details: dict[str, object] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

@@ -1,0 +1,26 @@
+"""Council declarations and turn shapes (frozen pydantic models)."""
+
+from wopdsl.model.spec import (
+    CouncilSettings,
+    CouncilSpec,
+    EngineKind,
+    MemberSpec,
+    RoomSpec,
+    ScriptPost,
+    ScriptStep,
+)
+from wopdsl.model.turns import Message, Post, Reply, Turn
+
+__all__ = [
+    "CouncilSettings",
+    "CouncilSpec",
+    "EngineKind",
+    "MemberSpec",
+    "Message",
+    "Post",
+    "Reply",
+    "RoomSpec",
+    "ScriptPost",
+    "ScriptStep",
+    "Turn",
+]

@@ -1,0 +1,174 @@
+"""The inert council declaration: ``CouncilSpec`` and its parts (frozen pydantic models).
+
+The models mirror the TOML file format one to one (``[council]``, ``[[rooms]]``,
+``[[members]]``), so load -> export -> load is lossless and ``wop schema`` is simply the JSON
+Schema of :class:`CouncilSpec`. Field checks live here; cross-references (room members,
+mention targets, caps overflow) are checked by ``compile()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from wopdsl._ids import MAX_SAFE_INT
+
+__all__ = [
+    "CouncilSettings",
+    "CouncilSpec",
+    "EngineKind",
+    "MemberSpec",
+    "RoomSpec",
+    "ScriptPost",
+    "ScriptStep",
+]
+
+Ident = Annotated[
+    StrictStr,
+    Field(pattern=r"^[A-Za-z0-9._-]{1,64}$", min_length=1, max_length=64),
+]
+"""An address: 1-64 characters of ``[A-Za-z0-9._-]`` (never a path, never a control char)."""
+
+PositiveSafeInt = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INT)]
+"""A positive safe integer: 1 ... 2**53 - 1."""
+
+EngineKind = Literal["python", "script", "human"]
+"""Who produces a member's turns."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        populate_by_name=True,
+    )
+
+
+class CouncilSettings(_Frozen):
+    """The ``[council]`` table: identity, task and limits."""
+
+    id: Ident
+    """The council's id (also the OpenWOP ``workflowId``)."""
+    version: PositiveSafeInt = 1
+    """The declaration's version, bumped by its authors."""
+    task: StrictStr
+    """The text given to every member on every turn."""
+    global_concurrency: PositiveSafeInt = 1
+    """Most member turns dispatched together in one batch."""
+    max_turns_per_member: PositiveSafeInt = 8
+    """Default cap on each member's turns in one run (a member may override it)."""
+    tail_messages: PositiveSafeInt = 20
+    """Per-room message tail in a member's input."""
+    timeout_ms: PositiveSafeInt | None = None
+    """Whole-run timeout (RFC 0005 §I); on expiry every conversation closes and the run fails."""
+    turn_timeout_ms: PositiveSafeInt | None = None
+    """Default per-turn timeout in milliseconds (none by default)."""
+    max_input_bytes: PositiveSafeInt = 1_048_576
+    """Default cap on the JSON size of a member's turn input."""
+    max_output_bytes: PositiveSafeInt = 262_144
+    """Default cap on the JSON size of a member's turn result."""
+
+
+class RoomSpec(_Frozen):
+    """A room: a fixed set of members who see each other's posts."""
+
+    id: Ident
+    """The room's id (data, never a file name)."""
+    members: list[Ident]
+    """Distinct member ids: all of them for a run-wide room, a subset for a team, two for a line."""
+    title: StrictStr | None = None
+    """Human-readable title, shown in UIs and on ``interrupt.requested``."""
+    turn_schema: dict[str, Any] | None = None
+    """Optional JSON Schema every post's ``content`` (``{text, mentions}``) must satisfy."""
+
+
+class ScriptPost(_Frozen):
+    """A post in a scripted turn; strings are Jinja2 templates over the turn input."""
+
+    room: Ident
+    """The room to post in."""
+    text: StrictStr
+    """The message text (a Jinja2 template)."""
+    mentions: list[Ident] = Field(default_factory=list)
+    """Members of that room whose next turn this message requests."""
+
+
+class ScriptStep(_Frozen):
+    """One scripted turn result."""
+
+    summary: StrictStr
+    """The turn's summary (a Jinja2 template)."""
+    data: Any = None
+    """Optional JSON data returned with the result (strings are not rendered)."""
+    posts: list[ScriptPost] = Field(default_factory=list)
+    """Posts this turn makes."""
+
+
+class MemberSpec(_Frozen):
+    """A council member: an address, a job, instructions and who produces its turns."""
+
+    id: Ident
+    """The member's address, used in rooms, mentions and message ids."""
+    role: StrictStr
+    """What the member does (a description, not a second address)."""
+    brief: StrictStr = ""
+    """Instructions given on every turn (a sandboxed Jinja2 template over the turn input)."""
+    initial_turn: StrictBool = True
+    """Whether the member is queued at the start (false: it waits to be mentioned)."""
+    engine: EngineKind = "python"
+    """Who produces the turns: ``python`` (a handler), ``script`` or ``human``."""
+    handler: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    """For ``python``: ``module:function``, imported relative to the council file."""
+    script: list[ScriptStep] | None = None
+    """For ``script``: the n-th turn returns the n-th entry."""
+    max_turns: PositiveSafeInt | None = None
+    """Most turns this member may take in one run (default: the council's cap)."""
+    turn_timeout_ms: PositiveSafeInt | None = None
+    """Per-turn timeout override in milliseconds."""
+    max_input_bytes: PositiveSafeInt | None = None
+    """Override of the council's turn-input size cap."""
+    max_output_bytes: PositiveSafeInt | None = None
+    """Override of the council's turn-result size cap."""
+
+
+class CouncilSpec(_Frozen):
+    """A whole council, exactly as the TOML file declares it. Inert: see ``compile()``."""
+
+    council: CouncilSettings
+    """The ``[council]`` table."""
+    rooms: list[RoomSpec] = Field(default_factory=list)
+    """The ``[[rooms]]``, in declaration order."""
+    members: list[MemberSpec] = Field(default_factory=list)
+    """The ``[[members]]``, in declaration order (the result lists them in this order)."""
+
+    @property
+    def id(self) -> str:
+        """The council id."""
+        return self.council.id
+
+    @property
+    def task(self) -> str:
+        """The council task."""
+        return self.council.task
+
+    def member(self, member_id: str) -> MemberSpec:
+        """Return the member with ``member_id`` (``KeyError`` if absent)."""
+        for member in self.members:
+            if member.id == member_id:
+                return member
+        raise KeyError(member_id)
+
+    def to_data(self) -> dict[str, Any]:
+        """Return the declaration as plain JSON data (defaults and ``None`` left out)."""
+        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+    def digest(self) -> str:
+        """Return ``sha256:<hex>`` of the canonical JSON of the full declaration."""
+        canonical = json.dumps(
+            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,113 @@
+"""What a member sees on a turn (``Turn``) and what it returns (``Reply``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+__all__ = ["Message", "Post", "Reply", "Turn"]
+
+
+class Post(BaseModel):
+    """A post in a turn result: ``{roomId, text, mentions}`` on the wire."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+    )
+
+    room: StrictStr = Field(alias="roomId")
+    """The room to post in (``roomId`` in JSON)."""
+    text: StrictStr
+    """The message text."""
+    mentions: list[StrictStr] = Field(default_factory=list)
+    """Members of the room whose next turn this message requests."""
+
+
+class Reply(BaseModel):
+    """A turn result: ``{summary, data?, posts?}``.
+
+    Example:
+        >>> Reply(summary="Asked for review.",
+        ...       posts=[Post(room="review", text="Please review", mentions=["reviewer"])])
+        Reply(summary='Asked for review.', ...)
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+    )
+
+    summary: StrictStr
+    """A short account of the turn (the member's ``result`` in the council answer)."""
+    data: Any = None
+    """Optional JSON data."""
+    posts: list[Post] = Field(default_factory=list)
+    """Messages to save; all are checked before any is accepted."""
+
+    def to_wire(self) -> dict[str, Any]:
+        """Return the JSON result shape (``roomId`` keys, no ``data`` when it is null)."""
+        out: dict[str, Any] = {"summary": self.summary}
+        if self.data is not None:
+            out["data"] = self.data
+        if self.posts:
+            out["posts"] = [
+                {"roomId": p.room, "text": p.text, "mentions": list(p.mentions)} for p in self.posts
+            ]
+        return out
+
+
+class Message(BaseModel):
+    """A saved message: ``{id, roomId, sender, text, mentions, position}``."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, use_attribute_docstrings=True)
+
+    id: str
+    """``team/{sender}/{position}/{postIndex}``."""
+    room: str = Field(alias="roomId")
+    """The room it was posted in."""
+    sender: str
+    """The member who posted it."""
+    text: str
+    """The message text."""
+    mentions: list[str] = Field(default_factory=list)
+    """Members it requested a turn from."""
+    position: int
+    """The 1-based dispatch position of the turn that posted it."""
+
+    def to_wire(self) -> dict[str, Any]:
+        """Return the JSON message shape."""
+        return {
+            "id": self.id,
+            "roomId": self.room,
+            "sender": self.sender,
+            "text": self.text,
+            "mentions": list(self.mentions),
+            "position": self.position,
+        }
+
+
+class Turn(BaseModel):
+    """The input of one member turn, as handlers and script templates see it."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    task: str
+    """The council task."""
+    member: str
+    """This member's id."""
+    role: str
+    """This member's role."""
+    brief: str
+    """This member's brief, rendered for this turn."""
+    turn: int
+    """1-based count of this member's turns, this one included."""
+    result: dict[str, Any] | None
+    """This member's previous result, or ``None`` on its first turn."""
+    messages: list[Message]
+    """The tail of each of this member's rooms plus every trigger, once each, in saved order."""
+    triggers: list[Message]
+    """The saved messages that requested this turn (empty for an initial turn)."""
+
+    def room_messages(self, room: str) -> list[Message]:
+        """Return the messages of one room, in saved order."""
+        return [m for m in self.messages if m.room == room]

@@ -1,0 +1,101 @@
+"""The event store contract: one small ABC every backend implements."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from wopdsl.errors import StoreConflict
+from wopdsl.protocol.envelope import RunEventDoc
+
+__all__ = ["EventStore", "RunInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A run as the store lists it (no fold needed)."""
+
+    run_id: str
+    """The run id."""
+    workflow_id: str
+    """The council id (``run.started.payload.workflowId``)."""
+    started_at: str
+    """Timestamp of the first event."""
+    last_sequence: int
+    """Sequence of the last event."""
+    last_type: str
+    """Type of the last event (``run.completed``, ``node.started``, ...)."""
+
+
+class EventStore(ABC):
+    """An append-only, per-run event log with optimistic concurrency.
+
+    Backends implement four methods: :meth:`append`, :meth:`read`, :meth:`runs` and
+    :meth:`last_sequence`. :meth:`subscribe` has a polling default that backends may improve.
+    The contract ships as a reusable test suite: ``wopdsl.testing.store_conformance``.
+    """
+
+    poll_interval: float = 0.05
+    """Seconds between polls in the default :meth:`subscribe`."""
+
+    @abstractmethod
+    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
+        """Append ``events`` atomically: all or none.
+
+        Args:
+            run_id: The run.
+            events: Events whose ``sequence`` values run from ``expected_sequence`` upwards.
+            expected_sequence: The sequence the first event takes: the run's current length.
+
+        Raises:
+            StoreConflict: another writer appended first; nothing was written.
+        """
+
+    @abstractmethod
+    def read(self, run_id: str, after: int = -1) -> list[RunEventDoc]:
+        """Return the run's events with ``sequence > after``, in sequence order."""
+
+    @abstractmethod
+    def runs(self) -> list[RunInfo]:
+        """List every run in the store, oldest first."""
+
+    @abstractmethod
+    def last_sequence(self, run_id: str) -> int:
+        """Return the run's last sequence, or -1 when it has no events."""
+
+    def exists(self, run_id: str) -> bool:
+        """Return whether the run has any event."""
+        return self.last_sequence(run_id) >= 0
+
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default.
+        """Release resources (connections, files)."""
+
+    async def subscribe(self, run_id: str, after: int = -1) -> AsyncIterator[RunEventDoc]:
+        """Yield the run's events after ``after``: catch up first, then follow live.
+
+        Never ends by itself; stop iterating (or cancel the task) when done.
+        """
+        cursor = after
+        while True:
+            batch = self.read(run_id, cursor)
+            for event in batch:
+                cursor = event["sequence"]
+                yield event
+            if not batch:
+                await self.wait_for_change(run_id, cursor)
+
+    async def wait_for_change(self, run_id: str, after: int) -> None:
+        """Wait until the run may have events after ``after`` (default: one poll interval)."""
+        await asyncio.sleep(self.poll_interval)
+
+    def check_expected(self, run_id: str, events: Sequence[RunEventDoc], expected: int) -> None:
+        """Check that ``events`` carry contiguous sequences from ``expected`` (helper)."""
+        for offset, event in enumerate(events):
+            if event["sequence"] != expected + offset or event["runId"] != run_id:
+                raise StoreConflict(
+                    f"run {run_id}: event #{offset} has sequence {event['sequence']} "
+                    f"(run {event['runId']}), expected {expected + offset}",
+                    hint="build events from the run's current last sequence",
+                )

@@ -1,0 +1,88 @@
+"""An in-memory event store (tests, notebooks, ``--store memory:``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+
+from wopdsl.errors import StoreConflict
+from wopdsl.protocol.envelope import RunEventDoc
+from wopdsl.store.base import EventStore, RunInfo
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(EventStore):
+    """Keeps every run's events in a list per run; lost when the process ends.
+
+    Events are stored as JSON text, so readers never share mutable state with writers.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[str, list[str]] = {}
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
+        """Append atomically (see :meth:`EventStore.append`)."""
+        log = self._logs.setdefault(run_id, [])
+        if len(log) != expected_sequence:
+            raise StoreConflict(
+                f"run {run_id}: expected to append at sequence {expected_sequence}, "
+                f"but the log already holds {len(log)} events",
+                hint="another writer is executing this run; attach to it instead of resuming",
+            )
+        self.check_expected(run_id, events, expected_sequence)
+        log.extend(json.dumps(e, ensure_ascii=False) for e in events)
+        self._notify()
+
+    def read(self, run_id: str, after: int = -1) -> list[RunEventDoc]:
+        """Return events with ``sequence > after``."""
+        log = self._logs.get(run_id, [])
+        return [json.loads(text) for text in log[after + 1 :]]
+
+    def runs(self) -> list[RunInfo]:
+        """List runs in insertion order."""
+        infos = []
+        for run_id, log in self._logs.items():
+            if not log:
+                continue
+            first, last = json.loads(log[0]), json.loads(log[-1])
+            infos.append(
+                RunInfo(
+                    run_id=run_id,
+                    workflow_id=str(first["payload"].get("workflowId", "")),
+                    started_at=first["timestamp"],
+                    last_sequence=last["sequence"],
+                    last_type=last["type"],
+                )
+            )
+        return infos
+
+    def last_sequence(self, run_id: str) -> int:
+        """Return the last sequence or -1."""
+        return len(self._logs.get(run_id, [])) - 1
+
+    def _notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not future.done():
+                loop.call_soon_threadsafe(_resolve, future)
+
+    async def wait_for_change(self, run_id: str, after: int) -> None:
+        """Wait for the next append (or a poll interval, whichever is first)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._waiters.append((loop, future))
+        if self.last_sequence(run_id) > after:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(future), timeout=1.0)
+        except TimeoutError:
+            pass
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
