@@ -1,0 +1,187 @@
+"""Compile council specs into executable graphs."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from wopdsl.agents._templates import TemplateProblem, compile_template
+from wopdsl.agents.base import MemberAgent
+from wopdsl.agents.human import HumanAgent
+from wopdsl.agents.python import Handler, PythonAgent
+from wopdsl.agents.script import ScriptAgent
+from wopdsl.compile._validate import check_spec
+from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
+from wopdsl.errors import DeclarationError, Problem
+from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
+
+__all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile"]
+
+
+def compile(  # noqa: A001 - the builder/compile pair reads best with this name.
+    spec: CouncilSpec,
+    handlers: Mapping[str, Handler] | None = None,
+    *,
+    base_dir: str | Path | None = None,
+    source: str | None = None,
+) -> CouncilGraph:
+    """Check every reference of ``spec`` and build the graph the engine runs.
+
+    Args:
+        spec: The council declaration.
+        handlers: Python handlers by member id (they win over ``handler = "module:fn"``).
+        base_dir: Where ``handler`` modules are imported from (the council file's folder).
+        source: The council file, for error locations and ``run.started`` metadata.
+
+    Returns:
+        The compiled graph.
+
+    Raises:
+        DeclarationError: listing every problem found (bad references, template syntax,
+            handler imports, invalid turn schemas).
+
+    Example:
+        >>> from wopdsl import load
+        >>> graph = compile(load("councils/release-team.toml").spec)
+        >>> list(graph.members)
+        ['writer', 'reviewer']
+    """
+    problems = list(check_spec(spec))
+    if problems:
+        raise DeclarationError([_with_source(p, source) for p in problems])
+    handlers = dict(handlers or {})
+    rooms = {room.id: _compile_room(room, problems) for room in spec.rooms}
+    members: dict[str, CompiledMember] = {}
+    settings = spec.council
+    for index, member in enumerate(spec.members):
+        brief = _template(member.brief, f"members[{index}].brief", problems)
+        timeout = member.turn_timeout_ms or settings.turn_timeout_ms
+        members[member.id] = CompiledMember(
+            spec=member,
+            index=index,
+            cap=member.max_turns or settings.max_turns_per_member,
+            rooms=tuple(r.id for r in spec.rooms if member.id in r.members),
+            brief=brief,
+            agent=_agent(member, index, handlers, base_dir, problems),
+            turn_timeout_s=timeout / 1000 if timeout else None,
+            max_input_bytes=member.max_input_bytes or settings.max_input_bytes,
+            max_output_bytes=member.max_output_bytes or settings.max_output_bytes,
+        )
+    unknown = sorted(set(handlers) - set(members))
+    problems.extend(
+        Problem(f"a handler is bound to '{m}', which is not a member", path="handlers",
+                hint="bind handlers to declared member ids")
+        for m in unknown
+    )
+    if problems:
+        raise DeclarationError([_with_source(p, source) for p in problems])
+    return CouncilGraph(spec=spec, members=members, rooms=rooms, digest=spec.digest(),
+                        source=source)
+
+
+def _with_source(problem: Problem, source: str | None) -> Problem:
+    if problem.source is not None or source is None:
+        return problem
+    return Problem(problem.message, problem.path, problem.hint, source, problem.line,
+                   problem.column)
+
+
+def _template(text: str, path: str, problems: list[Problem]) -> Callable[[dict[str, Any]], str]:
+    try:
+        return compile_template(text)
+    except TemplateProblem as exc:
+        problems.append(Problem(f"template syntax error: {exc} (template line {exc.line})",
+                                path=path, hint="fix the Jinja2 template syntax"))
+        return lambda _context: text
+
+
+def _compile_room(room: RoomSpec, problems: list[Problem]) -> CompiledRoom:
+    check = None
+    if room.turn_schema is not None:
+        check = _schema_checker(room.turn_schema, f"rooms ({room.id}).turn_schema", problems)
+    return CompiledRoom(
+        id=room.id,
+        members=tuple(room.members),
+        member_set=frozenset(room.members),
+        title=room.title or room.id,
+        turn_schema=room.turn_schema,
+        check_content=check,
+    )
+
+
+def _schema_checker(
+    schema: dict[str, Any], path: str, problems: list[Problem]
+) -> Callable[[dict[str, Any]], str | None] | None:
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - jsonschema is a core dependency of turn schemas.
+        problems.append(Problem("turn_schema needs the jsonschema package", path=path,
+                                hint="pip install 'wopdsl[conformance]'"))
+        return None
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator_cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        problems.append(Problem(f"turn_schema is not a valid JSON Schema: {exc.message}",
+                                path=path, hint="fix the schema (JSON Schema draft 2020-12)"))
+        return None
+    validator = validator_cls(schema)
+
+    def check(content: dict[str, Any]) -> str | None:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(content))
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "content"
+        return f"{where}: {error.message}"
+
+    return check
+
+
+def _agent(
+    member: MemberSpec,
+    index: int,
+    handlers: Mapping[str, Handler],
+    base_dir: str | Path | None,
+    problems: list[Problem],
+) -> MemberAgent | None:
+    if member.engine == "human":
+        return HumanAgent()
+    if member.engine == "script":
+        try:
+            return ScriptAgent(member.script or [])
+        except TemplateProblem as exc:
+            problems.append(Problem(f"template syntax error in script: {exc}",
+                                    path=f"members[{index}].script",
+                                    hint="fix the Jinja2 template syntax"))
+            return None
+    if member.id in handlers:
+        return PythonAgent(handlers[member.id])
+    if member.handler is None:
+        return None
+    try:
+        return PythonAgent(import_handler(member.handler, base_dir))
+    except Exception as exc:  # noqa: BLE001 - any import failure is a declaration problem.
+        problems.append(Problem(f"cannot import handler '{member.handler}': {exc}",
+                                path=f"members[{index}].handler",
+                                hint="name a module:function importable from the council "
+                                     "file's folder"))
+        return None
+
+
+def import_handler(reference: str, base_dir: str | Path | None) -> Handler:
+    """Import ``module:function``, looking in ``base_dir`` first."""
+    module_name, _, attr = reference.partition(":")
+    folder = str(Path(base_dir).resolve()) if base_dir is not None else None
+    if folder is not None and folder not in sys.path:
+        sys.path.insert(0, folder)
+    module = importlib.import_module(module_name)
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"{reference} is not callable")
+    handler: Handler = target
+    return handler

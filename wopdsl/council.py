@@ -1,0 +1,311 @@
+"""``Council``: declare a council with decorators (or load it), then run it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import ValidationError as PydanticValidationError
+
+from wopdsl._ids import Clock, FixedClock, new_run_id
+from wopdsl.agents.python import Handler
+from wopdsl.compile import CouncilGraph
+from wopdsl.compile import compile as compile_graph
+from wopdsl.compile._validate import check_spec
+from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS, Engine
+from wopdsl.errors import DeclarationError, Problem
+from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
+from wopdsl.store import EventStore, open_store
+
+if TYPE_CHECKING:
+    from wopdsl.run import Run
+
+__all__ = ["Council", "load"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+StoreArg = str | os.PathLike[str] | EventStore | None
+
+
+class Council:
+    """A council: its declaration plus the Python handlers bound to its members.
+
+    Declare one in code::
+
+        council = Council("release-team", task="Prepare a release note.")
+        council.room("review", members=["writer", "reviewer"])
+
+        @council.member(role="writer", brief="Draft the release note.")
+        def writer(turn: Turn) -> Reply: ...
+
+    or load one from TOML with :func:`load`. Either way, ``await council.arun()`` runs it.
+    """
+
+    def __init__(self, id: str, *, task: str, **settings: Any) -> None:  # noqa: A002
+        self._settings: dict[str, Any] = {"id": id, "task": task, **settings}
+        self._rooms: list[dict[str, Any]] = []
+        self._members: list[dict[str, Any]] = []
+        self.handlers: dict[str, Handler] = {}
+        """Python handlers bound to members, by member id."""
+        self.source: str | None = None
+        """The council file, when loaded from one."""
+        self.base_dir: Path | None = None
+        """Where ``handler = "module:function"`` modules are imported from."""
+        self._spec: CouncilSpec | None = None
+        self._frozen = False
+
+    # -- building --------------------------------------------------------------------------
+
+    @classmethod
+    def from_spec(cls, spec: CouncilSpec, *, source: str | os.PathLike[str] | None = None) -> Council:
+        """Wrap an existing spec (e.g. one loaded from TOML)."""
+        council = cls(spec.council.id, task=spec.council.task)
+        council._spec = spec
+        council._frozen = True
+        if source is not None:
+            council.source = os.fspath(source)
+            council.base_dir = Path(source).resolve().parent
+        return council
+
+    def room(self, id: str, *, members: list[str], title: str | None = None,  # noqa: A002
+             turn_schema: dict[str, Any] | None = None) -> Council:
+        """Declare a room (returns the council, so calls can chain)."""
+        self._mutable()
+        entry: dict[str, Any] = {"id": id, "members": list(members)}
+        if title is not None:
+            entry["title"] = title
+        if turn_schema is not None:
+            entry["turn_schema"] = turn_schema
+        self._rooms.append(entry)
+        return self
+
+    def member(self, id: str | None = None, *, role: str, brief: str = "",  # noqa: A002
+               initial_turn: bool = True, **options: Any) -> Callable[[F], F]:
+        """Declare a python member whose turns ``fn(turn)`` produces (sync or async).
+
+        The member id defaults to the function's name.
+        """
+
+        def decorate(fn: F) -> F:
+            member_id = id or fn.__name__
+            self.add_member(member_id, role=role, brief=brief, initial_turn=initial_turn,
+                            engine="python", **options)
+            self.handlers[member_id] = fn
+            return fn
+
+        return decorate
+
+    def add_member(self, id: str, *, role: str, brief: str = "", initial_turn: bool = True,  # noqa: A002
+                   engine: str = "python", **options: Any) -> Council:
+        """Declare a member without a decorator (``engine="human"`` or ``"script"``)."""
+        self._mutable()
+        entry: dict[str, Any] = {"id": id, "role": role, "engine": engine}
+        if brief:
+            entry["brief"] = brief
+        if not initial_turn:
+            entry["initial_turn"] = False
+        entry.update({k: v for k, v in options.items() if v is not None})
+        self._members.append(entry)
+        return self
+
+    def human(self, id: str, *, role: str = "user", brief: str = "",  # noqa: A002
+              initial_turn: bool = False, **options: Any) -> Council:
+        """Declare a human member (turns come from a person, via ``Run.reply``)."""
+        return self.add_member(id, role=role, brief=brief, initial_turn=initial_turn,
+                               engine="human", **options)
+
+    def bind(self, member_id: str) -> Callable[[F], F]:
+        """Bind a python handler to a declared member (e.g. one from a TOML file)."""
+
+        def decorate(fn: F) -> F:
+            self.handlers[member_id] = fn
+            return fn
+
+        return decorate
+
+    def _mutable(self) -> None:
+        if self._frozen:
+            raise DeclarationError(
+                f"council {self._settings['id']} was built from a spec or file; it takes no "
+                "new rooms or members",
+                hint="edit the file (or the spec); use council.bind('<member>') for handlers",
+            )
+        self._spec = None
+
+    # -- the declaration -------------------------------------------------------------------
+
+    @property
+    def spec(self) -> CouncilSpec:
+        """The validated, inert declaration.
+
+        Raises:
+            DeclarationError: every problem, with field paths.
+        """
+        if self._spec is None:
+            data = {"council": self._settings, "rooms": self._rooms, "members": self._members}
+            try:
+                spec = CouncilSpec.model_validate(data)
+            except PydanticValidationError as exc:
+                raise DeclarationError([
+                    Problem(e["msg"], path=_path(e["loc"]), hint="fix the declaration")
+                    for e in exc.errors()
+                ]) from None
+            problems = check_spec(spec)
+            if problems:
+                raise DeclarationError(problems)
+            self._spec = spec
+        return self._spec
+
+    @property
+    def id(self) -> str:
+        """The council id."""
+        return self.spec.council.id
+
+    @property
+    def settings(self) -> CouncilSettings:
+        """The ``[council]`` table."""
+        return self.spec.council
+
+    @property
+    def rooms(self) -> list[RoomSpec]:
+        """The rooms, in declaration order."""
+        return list(self.spec.rooms)
+
+    @property
+    def members(self) -> list[MemberSpec]:
+        """The members, in declaration order."""
+        return list(self.spec.members)
+
+    def compile(self) -> CouncilGraph:
+        """Compile the declaration with its bound handlers."""
+        graph = compile_graph(self.spec, self.handlers, base_dir=self.base_dir,
+                              source=self.source)
+        return graph
+
+    def to_toml(self) -> str:
+        """Return the declaration in the TOML file format (``wop export``)."""
+        from wopdsl.declare.export import to_toml
+
+        return to_toml(self.spec)
+
+    # -- running ---------------------------------------------------------------------------
+
+    def start(self, store: StoreArg = None, run_id: str | None = None, *,
+              deterministic: bool = False, clock: Clock | None = None,
+              max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
+        """Start a run in the background of the running loop and return its handle at once."""
+        from wopdsl.run import Run
+
+        engine = self._engine(store, run_id, deterministic, clock, max_participants)
+        run = Run(engine.store, engine.run_id, engine=engine, council=self)
+        run._begin(start=True)
+        return run
+
+    async def arun(self, store: StoreArg = None, run_id: str | None = None, *,
+                   deterministic: bool = False, clock: Clock | None = None,
+                   max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
+        """Run the council until it completes, fails, or waits for human input.
+
+        Args:
+            store: A path, ``"memory:"`` or a store object; default ``.wop/runs.db``.
+            run_id: The run id (default: a fresh one).
+            deterministic: Fixed clock and predictable run ids (for tests and snapshots).
+            clock: A custom clock (overrides ``deterministic``'s).
+            max_participants: The host's roster limit per room.
+
+        Returns:
+            The run handle (``run.status``, ``run.result``, ``run.transcript`` ...).
+
+        Example:
+            >>> run = await council.arun(store="memory:")
+            >>> run.status
+            'completed'
+        """
+        run = self.start(store, run_id, deterministic=deterministic, clock=clock,
+                         max_participants=max_participants)
+        await run.wait()
+        return run
+
+    def run(self, store: StoreArg = None, run_id: str | None = None, *,
+            deterministic: bool = False, clock: Clock | None = None,
+            max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
+        """Synchronous twin of :meth:`arun`; refuses inside a running event loop."""
+        _refuse_inside_loop("run()", "await council.arun()")
+        return asyncio.run(self.arun(store, run_id, deterministic=deterministic, clock=clock,
+                                     max_participants=max_participants))
+
+    def open(self, run_id: str, store: StoreArg = None) -> Run:
+        """Return a handle on an existing run of this council (handlers re-bound)."""
+        from wopdsl.run import Run
+
+        st = open_store(store)
+        engine = Engine(self.compile(), st, run_id)
+        return Run(st, run_id, engine=engine, council=self)
+
+    def _engine(self, store: StoreArg, run_id: str | None, deterministic: bool,
+                clock: Clock | None, max_participants: int) -> Engine:
+        graph = self.compile()
+        st = open_store(store)
+        if clock is None and deterministic:
+            clock = FixedClock()
+        if run_id is None:
+            run_id = _deterministic_run_id(st, graph.id) if deterministic else new_run_id(graph.id)
+        metadata = {}
+        if self.handlers:
+            metadata["handlers"] = {m: _qualname(fn) for m, fn in sorted(self.handlers.items())}
+        return Engine(graph, st, run_id, clock=clock, max_participants=max_participants,
+                      metadata=metadata)
+
+    def __repr__(self) -> str:
+        return f"Council({self._settings.get('id')!r})"
+
+
+def load(path: str | os.PathLike[str]) -> Council:
+    """Load a council file (TOML) into a runnable :class:`Council`.
+
+    Raises:
+        DeclarationError: with file:line:col, field path and a hint for every problem.
+
+    Example:
+        >>> council = load("councils/release-team.toml")
+        >>> council.id
+        'release-team'
+    """
+    from wopdsl.declare.toml import load_spec
+
+    spec = load_spec(path)
+    return Council.from_spec(spec, source=path)
+
+
+def _deterministic_run_id(store: EventStore, council_id: str) -> str:
+    prefix = council_id[:56]
+    number = 1
+    while store.exists(f"{prefix}-{number}"):
+        number += 1
+    return f"{prefix}-{number}"
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    return f"{module}:{name}"
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _refuse_inside_loop(name: str, instead: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{name} can't be called inside a running event loop (Jupyter?); use `{instead}`"
+    )
+

@@ -1,0 +1,88 @@
+"""Private: build a member's turn input in O(rooms x tail), never O(history)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from wopdsl.compile.graph import CompiledMember
+from wopdsl.engine.state import CouncilState, Inflight
+from wopdsl.errors import TurnError
+from wopdsl.model.turns import Message, Turn
+
+
+def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) -> Turn:
+    """Return the turn input: tails of the member's rooms plus every trigger, in saved order."""
+    tail = state.tail
+    picked: dict[str, Message] = {}
+    for room_id in member.rooms:
+        for message in state.rooms[room_id].messages[-tail:]:
+            picked[message.id] = message
+    needs_sort = len(member.rooms) > 1
+    for message_id in inflight.triggers:
+        if message_id not in picked:
+            picked[message_id] = state.messages[message_id]
+            needs_sort = True
+    messages = list(picked.values())
+    if needs_sort:
+        order = state.order
+        messages.sort(key=lambda m: order[m.id])
+    triggers = [state.messages[t] for t in inflight.triggers]
+    spec = member.spec
+    mstate = state.members[spec.id]
+    brief = spec.brief
+    if "{" in brief:
+        brief = member.brief(
+            {
+                "task": state.task,
+                "member": spec.id,
+                "role": spec.role,
+                "turn": inflight.turn,
+                "result": mstate.result,
+                "messages": [m.to_wire() for m in messages],
+                "triggers": [m.to_wire() for m in triggers],
+            }
+        )
+    turn = Turn.model_construct(
+        task=state.task,
+        member=spec.id,
+        role=spec.role,
+        brief=brief,
+        turn=inflight.turn,
+        result=mstate.result,
+        messages=messages,
+        triggers=triggers,
+    )
+    _check_input_size(turn, member.max_input_bytes)
+    return turn
+
+
+def _check_input_size(turn: Turn, limit: int) -> None:
+    # An upper bound first: exact JSON sizing is only worth it when the input may be large.
+    estimate = len(turn.task) + len(turn.brief) + 4 * sum(
+        len(m.text) + len(m.id) + 64 + 16 * len(m.mentions) for m in turn.messages
+    )
+    if turn.result is not None:
+        estimate += len(json.dumps(turn.result))
+    if estimate * 4 < limit:
+        return
+    size = len(json.dumps(_input_data(turn), ensure_ascii=False).encode())
+    if size > limit:
+        raise TurnError(
+            "validation_error",
+            f"turn input of {turn.member} is {size} bytes, over max_input_bytes {limit}",
+            {"bytes": size, "limit": limit},
+        )
+
+
+def _input_data(turn: Turn) -> dict[str, Any]:
+    return {
+        "task": turn.task,
+        "member": turn.member,
+        "role": turn.role,
+        "brief": turn.brief,
+        "turn": turn.turn,
+        "result": turn.result,
+        "messages": [m.to_wire() for m in turn.messages],
+        "triggers": [m.to_wire() for m in turn.triggers],
+    }

@@ -1,0 +1,111 @@
+"""Private: check a member's raw result before any of its posts is accepted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from wopdsl.compile.graph import CompiledMember, CouncilGraph
+from wopdsl.engine.state import CouncilState
+from wopdsl.errors import TurnError
+from wopdsl.model.turns import Reply
+
+
+def check_result(
+    graph: CouncilGraph, state: CouncilState, member: CompiledMember, raw: object
+) -> dict[str, Any]:
+    """Return the wire result ``{summary, data?, posts?}`` or raise ``RESULT_INVALID``.
+
+    Every post is checked before any is accepted: the room exists and is open, the sender
+    belongs to it, every mention belongs to it, and the content satisfies its turn schema.
+    """
+    result = _normalise(raw, member.id)
+    posts = result.get("posts", [])
+    for index, post in enumerate(posts):
+        problem = post_problem(graph, state, member.id, post["roomId"], post["text"],
+                               post["mentions"])
+        if problem:
+            raise TurnError("RESULT_INVALID", f"{member.id}: posts[{index}]: {problem}",
+                            {"post": index})
+    _check_output_size(result, member.max_output_bytes, member.id)
+    return result
+
+
+def post_problem(
+    graph: CouncilGraph,
+    state: CouncilState,
+    sender: str,
+    room_id: str,
+    text: str,
+    mentions: list[str],
+) -> str | None:
+    """Return why a post may not be saved, or ``None`` when it may."""
+    room = graph.rooms.get(room_id)
+    if room is None:
+        return f"room '{room_id}' does not exist (rooms: {', '.join(graph.rooms) or 'none'})"
+    if sender not in room.member_set:
+        return f"{sender} is not a member of room '{room_id}' ({', '.join(room.members)})"
+    for target in mentions:
+        if target not in room.member_set:
+            return (f"mention '@{target}' is not a member of room '{room_id}' "
+                    f"({', '.join(room.members)})")
+    if state.rooms[room_id].closed:
+        return f"the conversation of room '{room_id}' is closed"
+    if room.check_content is not None:
+        violation = room.check_content({"text": text, "mentions": mentions})
+        if violation:
+            return f"content breaks the turn_schema of room '{room_id}': {violation}"
+    return None
+
+
+def _normalise(raw: object, member_id: str) -> dict[str, Any]:
+    if isinstance(raw, Reply):
+        return raw.to_wire()
+    if isinstance(raw, str):
+        return {"summary": raw}
+    if isinstance(raw, dict) and _looks_canonical(raw):
+        return raw
+    try:
+        return Reply.model_validate(raw).to_wire()
+    except PydanticValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'result'}: {e['msg']}" for e in exc.errors()
+        )
+        raise TurnError(
+            "RESULT_INVALID",
+            f"{member_id} returned an invalid result ({details}); expected "
+            "{summary: str, data?: JSON, posts?: [{roomId, text, mentions}]}",
+        ) from None
+
+
+def _looks_canonical(raw: dict[Any, Any]) -> bool:
+    # Results built by the script engine (and well-formed dicts) skip pydantic: hot path.
+    if not isinstance(raw.get("summary"), str) or not set(raw) <= {"summary", "data", "posts"}:
+        return False
+    posts = raw.get("posts", [])
+    return isinstance(posts, list) and all(
+        isinstance(p, dict)
+        and p.keys() == {"roomId", "text", "mentions"}
+        and isinstance(p["roomId"], str)
+        and isinstance(p["text"], str)
+        and isinstance(p["mentions"], list)
+        and all(isinstance(m, str) for m in p["mentions"])
+        for p in posts
+    )
+
+
+def _check_output_size(result: dict[str, Any], limit: int, member_id: str) -> None:
+    estimate = len(result["summary"]) + sum(
+        len(p["text"]) + 32 * (1 + len(p["mentions"])) for p in result.get("posts", [])
+    )
+    if "data" not in result and estimate * 6 < limit:
+        return
+    size = len(json.dumps(result, ensure_ascii=False).encode())
+    if size > limit:
+        raise TurnError(
+            "RESULT_INVALID",
+            f"{member_id} returned {size} bytes, over max_output_bytes {limit}",
+            {"bytes": size, "limit": limit},
+        )

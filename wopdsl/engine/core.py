@@ -1,0 +1,467 @@
+"""The embedded asyncio engine: runs a compiled council, writing every change as an event."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+from wopdsl._ids import Clock, SystemClock, conversation_id, event_id, iso_ms, message_id
+from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine._inputs import build_turn
+from wopdsl.engine._results import check_result, post_problem
+from wopdsl.engine.state import TERMINAL, CouncilState, Inflight, RunStatus
+from wopdsl.errors import DeclarationError, StoreConflict, TurnError, ValidationError
+from wopdsl.protocol import payloads as p
+from wopdsl.protocol.envelope import SCHEMA_VERSION, RunEventDoc
+from wopdsl.store.base import EventStore
+
+__all__ = ["DEFAULT_MAX_PARTICIPANTS", "Engine", "HumanInput"]
+
+DEFAULT_MAX_PARTICIPANTS: Final = 32
+"""The host's ``multiPartyConversation.maxParticipants`` unless configured otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class HumanInput:
+    """A human's input to a room (RFC 0005 §E resume payload, already parsed)."""
+
+    member: str
+    """The human member posting."""
+    room: str
+    """The room."""
+    text: str = ""
+    """The message text (``exchange``)."""
+    mentions: tuple[str, ...] = ()
+    """Members the message requests a turn from."""
+    operation: str = "exchange"
+    """``exchange`` (post a turn) or ``close`` (end the room's conversation)."""
+    outcome: Any = None
+    """For ``close``: the conversation's outcome."""
+
+
+class Engine:
+    """Drives one run of a compiled council against an event store.
+
+    The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
+    read or appended: every change is emitted as an event, applied to the state, and made
+    durable in one transaction per step (dispatch of a batch, settlement of a batch).
+
+    Args:
+        graph: The compiled council.
+        store: Where the run's events live.
+        run_id: The run (new or existing).
+        clock: Time source for timestamps (inject a fixed clock for deterministic logs).
+        max_participants: The host's roster limit per room (RFC 0101).
+    """
+
+    def __init__(
+        self,
+        graph: CouncilGraph,
+        store: EventStore,
+        run_id: str,
+        *,
+        clock: Clock | None = None,
+        max_participants: int = DEFAULT_MAX_PARTICIPANTS,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.store = store
+        self.run_id = run_id
+        self.clock = clock or SystemClock()
+        self.max_participants = max_participants
+        self.metadata = dict(metadata or {})
+        self.state = CouncilState.fold(store.read(run_id))
+        self._pending: list[RunEventDoc] = []
+        self._lock = asyncio.Lock()
+        self._deadline: float | None = None
+
+    # -- public operations -----------------------------------------------------------------
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status, from the folded log."""
+        return self.state.status
+
+    async def start(self) -> None:
+        """Append the run's opening events: ``run.started`` and each room's conversation.
+
+        Raises:
+            ValidationError: a room has more agent participants than ``max_participants``.
+            StoreConflict: the run id is already taken.
+        """
+        async with self._lock:
+            self._check_rosters()
+            if self.state.last_sequence >= 0:
+                raise StoreConflict(f"run {self.run_id} already exists",
+                                    hint="choose another --run-id, or resume that run")
+            spec = self.graph.spec
+            extra = dict(self.metadata)
+            if self.graph.source:
+                extra.setdefault("source", self.graph.source)
+            self._emit("run.started", p.run_started(
+                spec.id, spec.task, spec.model_dump(mode="json", exclude_none=True),
+                self.graph.digest, extra))
+            for room in self.graph.rooms.values():
+                self._open_room(room.id)
+            self._flush()
+
+    async def drive(self) -> RunStatus:
+        """Run batches until the run ends or waits for human input; return the status."""
+        async with self._lock:
+            self._catch_up()
+            if self.state.terminal:
+                return self.state.status
+            self._require_handlers()
+            self._arm_deadline()
+            while True:
+                if self._deadline_passed():
+                    self._time_out()
+                    break
+                batch = self._next_batch()
+                if batch is None:
+                    break
+                await self._run_batch(batch)
+                if self.state.terminal:
+                    break
+            return self.state.status
+
+    async def post(self, entry: HumanInput) -> str | None:
+        """Save a human's input (between batches); return the new message id, if any.
+
+        Raises:
+            ValidationError: the input breaks a rule; nothing was appended.
+        """
+        async with self._lock:
+            self._catch_up()
+            self._arm_deadline()
+            if self._deadline_passed() and not self.state.terminal:
+                self._time_out()
+            problem = self._human_problem(entry)
+            if problem:
+                raise ValidationError(problem, hint=_HUMAN_HINT)
+            if entry.operation == "close":
+                self._close_room(entry.room, entry.outcome, f"closed by {entry.member}")
+                self._flush()
+                return None
+            member = self.state.members[entry.member]
+            position = self.state.next_position
+            triggers = list(self.state.queue.get(entry.member, []))
+            mentions = list(entry.mentions)
+            mid = message_id(entry.member, position, 0)
+            result = {"summary": entry.text,
+                      "posts": [{"roomId": entry.room, "text": entry.text, "mentions": mentions}]}
+            self._emit("node.started", p.member_started(
+                entry.member, attempt=0, turn=member.turns + 1, position=position,
+                triggers=triggers), node_id=entry.member)
+            self._emit("node.completed", {"nodeId": entry.member, "outputs": result},
+                       node_id=entry.member)
+            self._exchange(entry.room, mid, entry.member, entry.text, mentions, human=True)
+            self._flush()
+            return mid
+
+    async def cancel(self, reason: str = "cancelled by user") -> None:
+        """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
+        async with self._lock:
+            self._catch_up()
+            if self.state.terminal:
+                return
+            for inflight in list(self.state.inflight.values()):
+                self._emit("node.cancelled", {"nodeId": inflight.member, "reason": reason},
+                           node_id=inflight.member)
+            self._close_all(None, f"run cancelled: {reason}")
+            self._emit("run.cancelled", {"reason": reason, "cancelledBy": "user"})
+            self._flush()
+
+    # -- batches ---------------------------------------------------------------------------
+
+    def _next_batch(self) -> list[Inflight] | None:
+        """Dispatch the next batch (durably) and return it; ``None`` when the run stops."""
+        state = self.state
+        if state.inflight:
+            # Resume: a turn that started but never completed runs again as attempt + 1.
+            batch = sorted(state.inflight.values(), key=lambda i: i.position)
+            for inflight in batch:
+                self._emit("node.started", p.member_started(
+                    inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
+                    position=inflight.position, triggers=inflight.triggers) | {
+                        "batch": state.batch}, node_id=inflight.member)
+            self._flush()
+            return batch
+        for member_id in state.queue:
+            member = state.members[member_id]
+            if member.turns >= member.cap:
+                self._fail("TEAM_TURN_LIMIT",
+                           f"{member_id} was requested again but has used all {member.cap} of "
+                           "its turns (max_turns)", member_id)
+                return None
+        chosen = [m for m in state.queue if not state.members[m].human]
+        chosen = chosen[: state.concurrency]
+        if not chosen:
+            if not state.queue:
+                self._complete()
+            return None
+        number = state.batch + 1
+        for member_id in chosen:
+            self._emit("node.started", p.member_started(
+                member_id, attempt=0, turn=state.members[member_id].turns + 1,
+                position=state.next_position, triggers=list(state.queue[member_id])) | {
+                    "batch": number}, node_id=member_id)
+        # Append before running: after a crash the turn must be retried, not forgotten.
+        self._flush()
+        return [state.inflight[m] for m in chosen]
+
+    async def _run_batch(self, batch: list[Inflight]) -> None:
+        tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
+        remaining = self._remaining()
+        done, pending = await asyncio.wait(tasks, timeout=remaining)
+        if pending:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            self._time_out()
+            return
+        outcomes = [task.result() for task in tasks]
+        failure: tuple[str, TurnError] | None = None
+        for inflight, outcome in zip(batch, outcomes, strict=True):
+            member = inflight.member
+            if isinstance(outcome, TurnError):
+                self._emit("node.failed", {
+                    "nodeId": member, "attempts": inflight.attempt + 1,
+                    "error": {"code": outcome.code, "message": outcome.message or outcome.code,
+                              **({"details": outcome.details} if outcome.details else {})},
+                }, node_id=member)
+                failure = failure or (member, outcome)
+                continue
+            self._emit("node.completed", {"nodeId": member, "outputs": outcome},
+                       node_id=member)
+            for index, post in enumerate(outcome.get("posts", [])):
+                self._exchange(post["roomId"], message_id(member, inflight.position, index),
+                               member, post["text"], post["mentions"], human=False)
+        if failure is not None:
+            member, error = failure
+            self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
+                       f"{error.message}", member, details={"nodeError": error.code})
+        # Completions of one settled batch share one transaction (and one commit).
+        self._flush()
+
+    async def _take_turn(self, inflight: Inflight) -> dict[str, Any] | TurnError:
+        member = self.graph.members[inflight.member]
+        try:
+            turn = build_turn(self.state, member, inflight)
+            assert member.agent is not None
+            call = member.agent.take_turn(turn)
+            if member.turn_timeout_s is not None:
+                raw = await asyncio.wait_for(call, member.turn_timeout_s)
+            else:
+                raw = await call
+            return check_result(self.graph, self.state, member, raw)
+        except TurnError as exc:
+            return exc
+        except TimeoutError:
+            return TurnError("TIMEOUT", f"{member.id} did not answer within "
+                             f"{member.turn_timeout_s:g} s (turn_timeout_ms)")
+        except Exception as exc:  # noqa: BLE001 - a raising handler fails its turn, not the host.
+            return TurnError("TEAM_NODE_FAILED",
+                             f"{member.id} raised {type(exc).__name__}: {exc}")
+
+    # -- rooms -----------------------------------------------------------------------------
+
+    def _open_room(self, room_id: str) -> None:
+        room = self.graph.rooms[room_id]
+        node = p.room_node_id(room_id)
+        cid = conversation_id(self.run_id, room_id)
+        self._emit("node.started", {"nodeId": node, "typeId": p.ROOM_TYPE_ID, "attempt": 0},
+                   node_id=node)
+        self._emit("interrupt.requested", p.interrupt_requested(cid, room.title), node_id=node)
+        suspended = self._emit("node.suspended", {
+            "nodeId": node, "interruptId": f"{cid}:start", "key": f"{cid}:start",
+            "reason": "conversation-input"}, node_id=node)
+        participants = [
+            {"agentId": p.agent_ref(m), "name": self.graph.members[m].spec.role}
+            for m in room.members if not self.graph.members[m].human
+        ]
+        initial = p.system_turn(cid, 0, self.graph.spec.task, self._ms(), room_id)
+        self._emit("conversation.opened",
+                   p.conversation_opened(cid, participants, initial, room.turn_schema),
+                   node_id=node, causation=suspended["eventId"])
+
+    def _exchange(self, room_id: str, mid: str, sender: str, text: str, mentions: list[str],
+                  *, human: bool) -> None:
+        room = self.state.rooms[room_id]
+        if room.closed:
+            raise ValidationError(f"conversation of room '{room_id}' is closed",
+                                  hint="no turn may follow conversation.closed")
+        turn = p.post_turn(mid, sender, human=human, text=text, mentions=mentions,
+                           ts=self._ms(), index=room.turn_index + 1, room_id=room_id)
+        if not human and turn.get("speakerId") not in self._roster(room_id):
+            # Fail closed (RFC 0101 §Security): never append an unattributed agent turn.
+            raise ValidationError(f"speaker {sender} is not a participant of room '{room_id}'")
+        self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id, turn),
+                   node_id=p.room_node_id(room_id), causation=room.last_event_id)
+
+    def _roster(self, room_id: str) -> set[str]:
+        room = self.graph.rooms[room_id]
+        return {p.agent_ref(m) for m in room.members if not self.graph.members[m].human}
+
+    def _close_room(self, room_id: str, outcome: Any, text: str) -> None:
+        room = self.state.rooms[room_id]
+        if room.closed or not room.opened:
+            return
+        node = p.room_node_id(room_id)
+        final = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
+                              room_id)
+        closed = self._emit("conversation.closed",
+                            p.conversation_closed(room.conversation_id, final, outcome),
+                            node_id=node, causation=room.last_event_id)
+        self._emit("node.resumed", {"nodeId": node, "interruptId": f"{room.conversation_id}:start",
+                                    "resumeValue": {"operation": "close", "outcome": outcome}},
+                   node_id=node, causation=closed["eventId"])
+        self._emit("node.completed", {"nodeId": node, "outputs": {
+            "conversationId": room.conversation_id, "messages": len(room.messages)}},
+            node_id=node)
+
+    def _close_all(self, outcome: Any, text: str) -> None:
+        for room_id in self.state.rooms:
+            self._close_room(room_id, outcome, text)
+
+    # -- endings ---------------------------------------------------------------------------
+
+    def _complete(self) -> None:
+        for room_id, room in self.state.rooms.items():
+            self._close_room(room_id, {"messages": len(room.messages)}, "council completed")
+        self._emit("run.completed", {"outputs": self.state.result(),
+                                     "durationMs": self._duration()})
+        self._flush()
+
+    def _fail(self, code: str, message: str, node: str | None,
+              details: dict[str, Any] | None = None) -> None:
+        self._close_all(None, f"run failed: {code}")
+        error: dict[str, Any] = {"code": code, "message": message}
+        if details:
+            error["details"] = details
+        payload: dict[str, Any] = {"error": error, "durationMs": self._duration()}
+        if node is not None:
+            payload["failedNodeId"] = node
+        self._emit("run.failed", payload)
+        self._flush()
+
+    def _time_out(self) -> None:
+        timeout = self.graph.spec.council.timeout_ms
+        for inflight in list(self.state.inflight.values()):
+            self._emit("node.failed", {"nodeId": inflight.member, "attempts": inflight.attempt + 1,
+                                       "error": {"code": "TIMEOUT",
+                                                 "message": "the council timed out"}},
+                       node_id=inflight.member)
+        self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None)
+
+    # -- the deadline (RFC 0005 §I) --------------------------------------------------------
+
+    def _arm_deadline(self) -> None:
+        timeout = self.graph.spec.council.timeout_ms
+        if timeout is None or self._deadline is not None:
+            return
+        elapsed = 0.0
+        if isinstance(self.clock, SystemClock) and self.state.started_ms:
+            elapsed = (self.clock.now_ms() - self.state.started_ms) / 1000
+        self._deadline = time.monotonic() + timeout / 1000 - elapsed
+
+    def _remaining(self) -> float | None:
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def _deadline_passed(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def _check_rosters(self) -> None:
+        for room in self.graph.rooms.values():
+            count = len(self._roster(room.id))
+            if count > self.max_participants:
+                raise ValidationError(
+                    f"room '{room.id}' has {count} participants; this host allows at most "
+                    f"{self.max_participants} (multiPartyConversation.maxParticipants)",
+                    hint="split the room, or raise --max-participants",
+                )
+
+    def _require_handlers(self) -> None:
+        unbound = self.graph.unbound()
+        if unbound:
+            raise DeclarationError(
+                f"python members without a handler: {', '.join(unbound)}",
+                hint="bind them with @council.bind('<member>'), set handler = 'module:function'"
+                     " in the council file, or pass the council file to `wop resume`",
+            )
+
+    def _human_problem(self, entry: HumanInput) -> str | None:
+        state = self.state
+        if state.terminal:
+            return f"run {self.run_id} has ended ({state.terminal}); it takes no more input"
+        if state.last_sequence < 0:
+            return f"run {self.run_id} has not started"
+        member = self.graph.members.get(entry.member)
+        if member is None or not member.human:
+            humans = [m.id for m in self.graph.members.values() if m.human]
+            return (f"'{entry.member}' is not a human member of this council "
+                    f"(human members: {', '.join(humans) or 'none'})")
+        if entry.operation not in {"exchange", "close"}:
+            return f"unknown operation '{entry.operation}' (use 'exchange' or 'close')"
+        if entry.operation == "close":
+            room = self.graph.rooms.get(entry.room)
+            if room is None or entry.member not in room.member_set:
+                return f"{entry.member} is not a member of room '{entry.room}'"
+            if state.rooms[entry.room].closed:
+                return f"the conversation of room '{entry.room}' is already closed"
+            return None
+        if state.members[entry.member].turns >= member.cap:
+            return f"{entry.member} has used all {member.cap} of its turns (max_turns)"
+        return post_problem(self.graph, state, entry.member, entry.room, entry.text,
+                            list(entry.mentions))
+
+    # -- the event writer ------------------------------------------------------------------
+
+    def _ms(self) -> int:
+        return self.clock.now_ms()
+
+    def _duration(self) -> int:
+        return max(0, self._ms() - self.state.started_ms) if self.state.started_ms else 0
+
+    def _emit(self, type_: str, payload: dict[str, Any], *, node_id: str | None = None,
+              causation: str | None = None) -> RunEventDoc:
+        sequence = self.state.last_sequence + 1
+        event: RunEventDoc = {
+            "eventId": event_id(self.run_id, sequence),
+            "runId": self.run_id,
+            "type": type_,
+            "payload": payload,
+            "timestamp": iso_ms(self._ms()),
+            "sequence": sequence,
+            "schemaVersion": SCHEMA_VERSION,
+        }
+        if node_id is not None:
+            event["nodeId"] = node_id
+        if causation:
+            event["causationId"] = causation
+        # Applied at once so later events of the same step see it; made durable by _flush.
+        self.state.apply(event)
+        self._pending.append(event)
+        return event
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        events, self._pending = self._pending, []
+        try:
+            self.store.append(self.run_id, events, events[0]["sequence"])
+        except BaseException:
+            # The speculative state is ahead of the log: rebuild it from what is durable.
+            self.state = CouncilState.fold(self.store.read(self.run_id))
+            raise
+
+    def _catch_up(self) -> None:
+        for event in self.store.read(self.run_id, self.state.last_sequence):
+            self.state.apply(event)
+
+
+_HUMAN_HINT: Final = "post as a human member, in one of its rooms, mentioning members of that room"

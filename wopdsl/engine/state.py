@@ -1,0 +1,319 @@
+"""Council run state as a pure, linear fold of the run's events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from wopdsl._ids import parse_iso_ms
+from wopdsl.model.turns import Message
+from wopdsl.protocol.envelope import RunEventDoc
+from wopdsl.protocol.payloads import MEMBER_TYPE_ID
+
+__all__ = ["CouncilState", "Inflight", "MemberState", "RoomState", "RunStatus", "TERMINAL"]
+
+RunStatus = Literal["pending", "running", "waiting-input", "completed", "failed", "cancelled"]
+"""Run status, named as in the OpenWOP ``RunSnapshot``."""
+
+TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+"""Statuses a run never leaves."""
+
+
+@dataclass(slots=True)
+class MemberState:
+    """One member as the log tells it."""
+
+    id: str
+    role: str
+    engine: str
+    cap: int
+    rooms: tuple[str, ...]
+    turns: int = 0
+    """Turns taken (completed or failed)."""
+    result: dict[str, Any] | None = None
+    """Last successful result."""
+    failed: bool = False
+    """Whether its last turn failed."""
+
+    @property
+    def human(self) -> bool:
+        """Whether a person produces this member's turns."""
+        return self.engine == "human"
+
+
+@dataclass(slots=True)
+class Inflight:
+    """A member turn whose ``node.started`` is in the log but whose completion is not."""
+
+    member: str
+    position: int
+    attempt: int
+    turn: int
+    triggers: list[str]
+
+
+@dataclass(slots=True)
+class RoomState:
+    """A room's conversation as the log tells it."""
+
+    id: str
+    members: tuple[str, ...]
+    conversation_id: str = ""
+    last_event_id: str = ""
+    """``eventId`` of the last ``opened``/``exchanged`` (the next turn's ``causationId``)."""
+    turn_index: int = 0
+    """Index of the last turn (0 = the opening system turn)."""
+    opened: bool = False
+    closed: bool = False
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CouncilState:
+    """Everything a council run's events say, folded in sequence order.
+
+    ``apply`` is O(1) per event (plus the mentions of a post), so folding a log is linear.
+    """
+
+    run_id: str = ""
+    workflow_id: str = ""
+    task: str = ""
+    council: dict[str, Any] = field(default_factory=dict)
+    """The full declaration from ``run.started.metadata.council``."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tail: int = 20
+    concurrency: int = 1
+    started_at: str = ""
+    started_ms: int = 0
+    ended_at: str = ""
+    members: dict[str, MemberState] = field(default_factory=dict)
+    rooms: dict[str, RoomState] = field(default_factory=dict)
+    queue: dict[str, list[str]] = field(default_factory=dict)
+    """Queued members (insertion order = queue order) with their triggering message ids."""
+    inflight: dict[str, Inflight] = field(default_factory=dict)
+    messages: dict[str, Message] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)
+    """Saved order of each message id."""
+    next_position: int = 1
+    batch: int = 0
+    """How many batches have been dispatched."""
+    last_sequence: int = -1
+    terminal: RunStatus | None = None
+    error: dict[str, Any] | None = None
+    failed_node: str | None = None
+    outputs: dict[str, Any] | None = None
+    divergences: list[dict[str, Any]] = field(default_factory=list)
+    source_run_id: str | None = None
+    """For a fork: the run it was forked from."""
+
+    @classmethod
+    def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
+        """Fold ``events`` (in sequence order) into a fresh state."""
+        state = cls()
+        for event in events:
+            state.apply(event)
+        return state
+
+    # -- derived views -------------------------------------------------------------------
+
+    @property
+    def status(self) -> RunStatus:
+        """The run status derived from the log."""
+        if self.terminal is not None:
+            return self.terminal
+        if self.last_sequence < 0:
+            return "pending"
+        if self.inflight:
+            return "running"
+        if any(not self.members[m].human for m in self.queue):
+            return "running"
+        if self.queue:
+            return "waiting-input"
+        return "running"
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """Human members whose requested turn is pending."""
+        return [m for m in self.queue if self.members[m].human]
+
+    def result(self) -> dict[str, Any]:
+        """The council result: ``{task, agents: [{name, role, result}]}`` in declaration order."""
+        return {
+            "task": self.task,
+            "agents": [
+                {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()
+            ],
+        }
+
+    def transcript_messages(self) -> list[Message]:
+        """Every saved message in saved order."""
+        return list(self.messages.values())
+
+    # -- the fold ------------------------------------------------------------------------
+
+    def apply(self, event: RunEventDoc) -> None:
+        """Apply one event. Unknown types are ignored (forward compatibility)."""
+        self.last_sequence = event["sequence"]
+        handler = _HANDLERS.get(event["type"])
+        if handler is not None:
+            handler(self, event)
+
+    def _run_started(self, event: RunEventDoc) -> None:
+        payload = event["payload"]
+        self.run_id = event["runId"]
+        self.workflow_id = payload["workflowId"]
+        self.task = payload.get("inputs", {}).get("task", "")
+        self.metadata = payload.get("metadata", {})
+        self.council = self.metadata.get("council", {})
+        self.source_run_id = self.metadata.get("forkedFrom", {}).get("runId")
+        self.started_at = event["timestamp"]
+        self.started_ms = parse_iso_ms(event["timestamp"])
+        settings = self.council.get("council", {})
+        self.tail = settings.get("tail_messages", 20)
+        self.concurrency = settings.get("global_concurrency", 1)
+        default_cap = settings.get("max_turns_per_member", 8)
+        rooms = self.council.get("rooms", [])
+        for room in rooms:
+            self.rooms[room["id"]] = RoomState(room["id"], tuple(room["members"]))
+        for member in self.council.get("members", []):
+            member_id = member["id"]
+            self.members[member_id] = MemberState(
+                id=member_id,
+                role=member.get("role", ""),
+                engine=member.get("engine", "python"),
+                cap=member.get("max_turns") or default_cap,
+                rooms=tuple(r["id"] for r in rooms if member_id in r["members"]),
+            )
+            if member.get("initial_turn", True):
+                self.queue[member_id] = []
+
+    def _node_started(self, event: RunEventDoc) -> None:
+        payload = event["payload"]
+        if payload.get("typeId") != MEMBER_TYPE_ID:
+            return
+        member = payload["nodeId"]
+        current = self.inflight.get(member)
+        if current is not None:
+            # A retry of an interrupted turn: same position, same triggers, next attempt.
+            current.attempt = payload.get("attempt", current.attempt + 1)
+            return
+        position = payload["position"]
+        self.queue.pop(member, None)
+        self.inflight[member] = Inflight(
+            member=member,
+            position=position,
+            attempt=payload.get("attempt", 0),
+            turn=payload.get("turn", self.members[member].turns + 1),
+            triggers=list(payload.get("triggers", [])),
+        )
+        self.batch = max(self.batch, payload.get("batch", 0))
+        self.next_position = max(self.next_position, position + 1)
+
+    def _node_completed(self, event: RunEventDoc) -> None:
+        member = self._finish(event)
+        if member is not None:
+            member.result = event["payload"].get("outputs")
+            member.failed = False
+
+    def _node_failed(self, event: RunEventDoc) -> None:
+        member = self._finish(event)
+        if member is not None:
+            member.failed = True
+
+    def _node_cancelled(self, event: RunEventDoc) -> None:
+        self.inflight.pop(event["payload"].get("nodeId", ""), None)
+
+    def _finish(self, event: RunEventDoc) -> MemberState | None:
+        node = event["payload"].get("nodeId", "")
+        if self.inflight.pop(node, None) is None:
+            return None
+        member = self.members[node]
+        member.turns += 1
+        return member
+
+    def _opened(self, event: RunEventDoc) -> None:
+        room = self._room_of(event)
+        if room is not None:
+            room.conversation_id = event["payload"]["conversationId"]
+            room.last_event_id = event["eventId"]
+            room.opened = True
+
+    def _exchanged(self, event: RunEventDoc) -> None:
+        room = self._room_of(event)
+        if room is None:
+            return
+        payload = event["payload"]
+        turn = payload["turn"]
+        room.turn_index = payload["turnIndex"]
+        room.last_event_id = event["eventId"]
+        content = turn.get("content") or {}
+        mentions = list(content.get("mentions", []))
+        message_id = turn["messageId"]
+        position = _position_of(message_id)
+        message = Message.model_construct(
+            id=message_id,
+            room=room.id,
+            sender=turn["from"],
+            text=content.get("text", ""),
+            mentions=mentions,
+            position=position,
+        )
+        self.order[message_id] = len(self.messages)
+        self.messages[message_id] = message
+        room.messages.append(message)
+        for target in mentions:
+            if target in self.members:
+                self.queue.setdefault(target, []).append(message_id)
+
+    def _closed(self, event: RunEventDoc) -> None:
+        room = self._room_of(event)
+        if room is not None:
+            room.closed = True
+            room.turn_index = event["payload"]["turnIndex"]
+
+    def _room_of(self, event: RunEventDoc) -> RoomState | None:
+        node = event.get("nodeId", "")
+        return self.rooms.get(node[5:]) if node.startswith("room:") else None
+
+    def _run_completed(self, event: RunEventDoc) -> None:
+        self.terminal = "completed"
+        self.outputs = event["payload"].get("outputs")
+        self.ended_at = event["timestamp"]
+
+    def _run_failed(self, event: RunEventDoc) -> None:
+        self.terminal = "failed"
+        self.error = event["payload"].get("error")
+        self.failed_node = event["payload"].get("failedNodeId")
+        self.ended_at = event["timestamp"]
+
+    def _run_cancelled(self, event: RunEventDoc) -> None:
+        self.terminal = "cancelled"
+        self.ended_at = event["timestamp"]
+
+    def _diverged(self, event: RunEventDoc) -> None:
+        self.divergences.append(dict(event["payload"]))
+
+
+def _position_of(message_id: str) -> int:
+    parts = message_id.split("/")
+    try:
+        return int(parts[-2])
+    except (IndexError, ValueError):
+        return 0
+
+
+_HANDLERS = {
+    "run.started": CouncilState._run_started,
+    "node.started": CouncilState._node_started,
+    "node.completed": CouncilState._node_completed,
+    "node.failed": CouncilState._node_failed,
+    "node.cancelled": CouncilState._node_cancelled,
+    "conversation.opened": CouncilState._opened,
+    "conversation.exchanged": CouncilState._exchanged,
+    "conversation.closed": CouncilState._closed,
+    "run.completed": CouncilState._run_completed,
+    "run.failed": CouncilState._run_failed,
+    "run.cancelled": CouncilState._run_cancelled,
+    "replay.diverged": CouncilState._diverged,
+}

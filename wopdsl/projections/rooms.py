@@ -1,0 +1,94 @@
+"""Room files: one file per room, one escaped line per accepted message."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from wopdsl.protocol.envelope import RunEventDoc
+
+__all__ = ["escape", "room_lines", "write_room_files"]
+
+
+def escape(text: str) -> str:
+    r"""Escape backslashes, newlines and control characters so a message stays on one line.
+
+    ``\`` -> ``\\``, newline -> ``\n``, carriage return -> ``\r``, tab -> ``\t``, any other
+    control character (C0, DEL, C1, U+2028/2029) -> ``\xNN`` or ``\uNNNN``.
+    """
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append(f"\\x{code:02x}")
+        elif code in (0x2028, 0x2029):
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def room_lines(events: Iterable[RunEventDoc]) -> tuple[list[str], dict[str, list[str]], int]:
+    """Fold events into (room ids in order, lines per room, revision = last sequence)."""
+    rooms: list[str] = []
+    lines: dict[str, list[str]] = {}
+    revision = -1
+    for event in events:
+        revision = event["sequence"]
+        if event["type"] == "run.started":
+            council = event["payload"].get("metadata", {}).get("council", {})
+            rooms = [r["id"] for r in council.get("rooms", [])]
+            lines = {r: [] for r in rooms}
+        elif event["type"] == "conversation.exchanged":
+            turn = event["payload"]["turn"]
+            content = turn.get("content") or {}
+            mentions = "".join(f" @{escape(m)}" for m in content.get("mentions", []))
+            room = turn.get("groupId", "")
+            lines.setdefault(room, []).append(
+                f"{escape(turn['from'])} {escape(turn['messageId'])}{mentions}: "
+                f"{escape(str(content.get('text', '')))}"
+            )
+    return rooms, lines, revision
+
+
+def write_room_files(events: Iterable[RunEventDoc], out_dir: str | Path) -> dict[str, Any]:
+    """Write one file per room into ``out_dir``; return ``{revision, rooms: [{roomId, path}]}``.
+
+    File names come from the room's declaration index (``room-001.txt``), never from its id:
+    a room id is data. Each file is replaced atomically; other files in ``out_dir`` are left
+    alone, and deleting a file deletes no message (the log is the source of truth).
+    """
+    rooms, lines, revision = room_lines(events)
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    listing = []
+    for index, room in enumerate(rooms, start=1):
+        path = folder / f"room-{index:03d}.txt"
+        body = "".join(line + "\n" for line in lines.get(room, []))
+        _replace_atomically(path, body)
+        listing.append({"roomId": room, "path": str(path)})
+    return {"revision": revision, "rooms": listing}
+
+
+def _replace_atomically(path: Path, body: str) -> None:
+    handle, temp = tempfile.mkstemp(prefix=".room-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            file.write(body)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,145 @@
+"""Builders for the OpenWOP payloads a council run emits (typed dicts on the hot path).
+
+Each builder returns exactly the keys its schema allows; ``tests/protocol`` validates them
+against ``shared/openwop/schemas``. Shapes follow DESIGN.md §7.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = [
+    "MEMBER_TYPE_ID",
+    "ROOM_TYPE_ID",
+    "agent_ref",
+    "conversation_closed",
+    "conversation_exchanged",
+    "conversation_opened",
+    "interrupt_requested",
+    "member_started",
+    "post_turn",
+    "room_node_id",
+    "run_started",
+    "system_turn",
+]
+
+ROOM_TYPE_ID: Final = "core.conversationGate"
+"""``typeId`` of a room's conversation node."""
+MEMBER_TYPE_ID: Final = "council.member"
+"""``typeId`` of a member turn node."""
+
+def agent_ref(member_id: str) -> str:
+    """Return the roster instance id of a member: ``host:<member>`` (RFC 0086)."""
+    return f"host:{member_id}"
+
+
+def room_node_id(room_id: str) -> str:
+    """Return the node id of a room's conversation gate."""
+    return f"room:{room_id}"
+
+
+def run_started(
+    workflow_id: str, task: str, council: dict[str, Any], digest: str, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """``run.started``: enough to rebuild the council from the log alone."""
+    return {
+        "workflowId": workflow_id,
+        "inputs": {"task": task},
+        "metadata": {"council": council, "councilDigest": digest, **extra},
+    }
+
+
+def interrupt_requested(conversation_id: str, title: str) -> dict[str, Any]:
+    """``interrupt.requested`` of kind ``conversation.start`` (v1 InterruptPayload)."""
+    return {
+        "kind": "conversation.start",
+        "key": f"{conversation_id}:start",
+        "data": {"conversationId": conversation_id, "title": title},
+    }
+
+
+def system_turn(conversation_id: str, index: int, text: str, ts: int, room_id: str) -> dict[str, Any]:
+    """A host-emitted ``system`` turn (opening with the task, or closing)."""
+    return {
+        "messageId": f"{conversation_id}:{index}:system",
+        "from": "system",
+        "role": "system",
+        "content": {"text": text},
+        "ts": ts,
+        "turnIndex": index,
+        "groupId": room_id,
+    }
+
+
+def conversation_opened(
+    conversation_id: str,
+    participants: list[dict[str, str]],
+    initial_turn: dict[str, Any],
+    schema: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """``conversation.opened`` with the RFC 0101 roster."""
+    payload: dict[str, Any] = {
+        "conversationId": conversation_id,
+        "participants": participants,
+        "initialTurn": initial_turn,
+    }
+    if schema is not None:
+        payload["schema"] = schema
+    return payload
+
+
+def post_turn(
+    message_id: str,
+    sender: str,
+    *,
+    human: bool,
+    text: str,
+    mentions: list[str],
+    ts: int,
+    index: int,
+    room_id: str,
+) -> dict[str, Any]:
+    """The conversation turn of an accepted post (agents carry ``speakerId``)."""
+    turn: dict[str, Any] = {
+        "messageId": message_id,
+        "from": sender,
+        "role": "user" if human else "agent",
+        "content": {"text": text, "mentions": mentions},
+        "ts": ts,
+        "turnIndex": index,
+        "groupId": room_id,
+    }
+    if not human:
+        turn["speakerId"] = agent_ref(sender)
+    return turn
+
+
+def conversation_exchanged(conversation_id: str, turn: dict[str, Any]) -> dict[str, Any]:
+    """``conversation.exchanged`` (v1 ConversationExchangedPayload: exactly three keys)."""
+    return {"conversationId": conversation_id, "turnIndex": turn["turnIndex"], "turn": turn}
+
+
+def conversation_closed(
+    conversation_id: str, final_turn: dict[str, Any], outcome: Any
+) -> dict[str, Any]:
+    """``conversation.closed``: ``turnIndex`` equals the final turn's index."""
+    return {
+        "conversationId": conversation_id,
+        "turnIndex": final_turn["turnIndex"],
+        "finalTurn": final_turn,
+        "outcome": outcome,
+    }
+
+
+def member_started(
+    member_id: str, *, attempt: int, turn: int, position: int, triggers: list[str]
+) -> dict[str, Any]:
+    """``node.started`` of a member turn: durable before the member runs."""
+    return {
+        "nodeId": member_id,
+        "typeId": MEMBER_TYPE_ID,
+        "attempt": attempt,
+        "turn": turn,
+        "position": position,
+        "triggers": triggers,
+    }

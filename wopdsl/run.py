@@ -1,0 +1,308 @@
+"""``Run``: the handle UIs, notebooks and tests use on a run, here or in another process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from wopdsl._snapshot import build_snapshot
+from wopdsl.engine import Engine, HumanInput
+from wopdsl.engine.state import TERMINAL, CouncilState, RunStatus
+from wopdsl.errors import RunNotFound, ValidationError
+from wopdsl.model.turns import Message
+from wopdsl.projections.transcript import render_transcript
+from wopdsl.protocol.envelope import RunEventDoc
+from wopdsl.store import EventStore, open_store
+
+if TYPE_CHECKING:
+    from wopdsl.council import Council
+
+__all__ = ["EventLog", "Run", "attach", "parse_mentions"]
+
+_MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{1,64})")
+
+
+def parse_mentions(text: str) -> list[str]:
+    """Return the distinct ``@member`` mentions in ``text``, in order of appearance."""
+    seen: dict[str, None] = {}
+    for match in _MENTION_RE.finditer(text):
+        seen.setdefault(match.group(1).rstrip("."), None)
+    return list(seen)
+
+
+class EventLog(Sequence[RunEventDoc]):
+    """A run's events: a sequence (``len``, indexing, ``==``) that is also callable.
+
+    ``run.events`` compares equal to a list of event dicts (and syrupy snapshots it), while
+    ``async for event in run.events(after=-1)`` catches up and then follows live.
+    """
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._cache: list[RunEventDoc] | None = None
+
+    def _all(self) -> list[RunEventDoc]:
+        return self._run.store.read(self._run.run_id)
+
+    @overload
+    def __getitem__(self, index: int) -> RunEventDoc: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[RunEventDoc]: ...
+    def __getitem__(self, index: int | slice) -> RunEventDoc | Sequence[RunEventDoc]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return self._run.store.last_sequence(self._run.run_id) + 1
+
+    def __iter__(self) -> Iterator[RunEventDoc]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventLog):
+            return self._all() == other._all()
+        if isinstance(other, list | tuple):
+            return self._all() == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:  # pragma: no cover - a live view is not hashable by value.
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"EventLog(run={self._run.run_id!r}, events={len(self)})"
+
+    def __call__(self, after: int = -1) -> AsyncIterator[RunEventDoc]:
+        """Yield events after ``after``: catch up, then follow live until the run stops."""
+        return self._run._follow(after)
+
+    def to_list(self) -> list[RunEventDoc]:
+        """Return the events as a plain list."""
+        return self._all()
+
+
+class Run:
+    """A handle on one run: status, result, transcript, events, reply, cancel, wait.
+
+    Works the same on a run executing in this process (``council.start()``) and on one
+    executing in another process that shares the store (:func:`attach`): it reads events.
+    """
+
+    def __init__(self, store: EventStore, run_id: str, *, engine: Engine | None = None,
+                 council: Council | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.council = council
+        self._engine = engine
+        self._state = CouncilState()
+        self._task: asyncio.Task[RunStatus] | None = None
+        self.events = EventLog(self)
+        """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
+
+    # -- state, read from the log ----------------------------------------------------------
+
+    @property
+    def state(self) -> CouncilState:
+        """The folded state, caught up with the log."""
+        for event in self.store.read(self.run_id, self._state.last_sequence):
+            self._state.apply(event)
+        return self._state
+
+    @property
+    def status(self) -> RunStatus:
+        """``pending``, ``running``, ``waiting-input``, ``completed``, ``failed`` or ``cancelled``."""
+        return self.state.status
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The council result (``{task, agents}``) once completed, else ``None``."""
+        state = self.state
+        return state.outputs if state.terminal == "completed" else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """``{code, message}`` when the run failed."""
+        return self.state.error
+
+    @property
+    def messages(self) -> list[Message]:
+        """Every saved message, in saved order."""
+        return self.state.transcript_messages()
+
+    @property
+    def transcript(self) -> str:
+        """The stable plain-text transcript (what snapshot tests lock)."""
+        return render_transcript(self.store.read(self.run_id))
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """Human members whose turn is requested."""
+        return self.state.waiting_for
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return the OpenWOP v1 ``RunSnapshot`` of this run."""
+        return build_snapshot(self.state)
+
+    # -- driving ---------------------------------------------------------------------------
+
+    def _begin(self, *, start: bool) -> None:
+        engine = self._require_engine()
+
+        async def go() -> RunStatus:
+            if start:
+                await engine.start()
+            return await engine.drive()
+
+        self._task = asyncio.ensure_future(go())
+
+    async def wait(self) -> RunStatus:
+        """Wait until the run completes, fails, is cancelled or waits for input."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+            return self.status
+        async for _ in self._follow(self.state.last_sequence):
+            pass
+        return self.status
+
+    async def resume(self) -> RunStatus:
+        """Continue an interrupted or waiting run in this process, then wait for it."""
+        if self._task is not None and not self._task.done():
+            return await self.wait()
+        self._begin(start=False)
+        return await self.wait()
+
+    async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
+                    mentions: list[str] | None = None, operation: str = "exchange",
+                    outcome: Any = None, turn: dict[str, Any] | None = None) -> str | None:
+        """Post as the human member; ``@member`` in ``text`` becomes a mention.
+
+        Accepts RFC 0005 §E too: ``operation="close"`` ends the room's conversation with
+        ``outcome``; ``turn={"content": {"text": ...}}`` carries the turn fields.
+
+        Returns:
+            The saved message id (``None`` for ``close``).
+
+        Raises:
+            ValidationError: the post was refused; nothing was appended.
+        """
+        if turn is not None:
+            content = turn.get("content", turn)
+            if isinstance(content, dict):
+                text = str(content.get("text", text))
+                mentions = content.get("mentions", mentions)
+            elif isinstance(content, str):
+                text = content
+        member = as_ or self._default_human()
+        target = room or self._default_room(member)
+        entry = HumanInput(member=member, room=target, text=text,
+                           mentions=tuple(mentions if mentions is not None
+                                          else parse_mentions(text)),
+                           operation=operation, outcome=outcome)
+        engine = self._require_engine()
+        was_waiting = self.status in ("waiting-input",) or (
+            self._task is not None and self._task.done())
+        message = await engine.post(entry)
+        if (was_waiting or self._task is None) and engine.state.terminal is None:
+            self._begin(start=False)
+        return message
+
+    async def cancel(self, reason: str = "cancelled by user") -> None:
+        """Cancel the run: running turns stop, conversations close, ``run.cancelled``."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._require_engine().cancel(reason)
+
+    async def close(self, *, room: str | None = None, outcome: Any = None,
+                    as_: str | None = None) -> None:
+        """Close the human's room conversations (RFC 0005 §E ``close``) and let the run end."""
+        member = as_ or self._default_human()
+        rooms = [room] if room else [r for r in self.state.members[member].rooms
+                                     if not self.state.rooms[r].closed]
+        for target in rooms:
+            await self.reply(room=target, as_=member, operation="close", outcome=outcome)
+
+    async def _follow(self, after: int) -> AsyncIterator[RunEventDoc]:
+        async for event in self.store.subscribe(self.run_id, after):
+            yield event
+            if event["sequence"] >= self.store.last_sequence(self.run_id) and self._stopped():
+                return
+
+    def _stopped(self) -> bool:
+        if self._task is not None:
+            return self._task.done()
+        return self.status in TERMINAL or self.status == "waiting-input"
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _require_engine(self) -> Engine:
+        if self._engine is None:
+            from wopdsl.council import Council
+            from wopdsl.model.spec import CouncilSpec
+
+            state = self.state
+            if state.last_sequence < 0:
+                raise RunNotFound(f"run {self.run_id} not found in the store",
+                                  hint="list runs with `wop runs`")
+            council = self.council or Council.from_spec(
+                CouncilSpec.model_validate(state.council),
+                source=state.metadata.get("source"))
+            self.council = council
+            self._engine = Engine(council.compile(), self.store, self.run_id)
+        return self._engine
+
+    def _default_human(self) -> str:
+        humans = [m.id for m in self.state.members.values() if m.human]
+        waiting = self.state.waiting_for
+        if len(waiting) == 1:
+            return waiting[0]
+        if len(humans) == 1:
+            return humans[0]
+        if not humans:
+            raise ValidationError("this council has no human member to post as",
+                                  hint="declare a member with engine = \"human\"")
+        raise ValidationError(f"several human members ({', '.join(humans)}); say which",
+                              hint="pass as_='<member>' (CLI: --as MEMBER)")
+
+    def _default_room(self, member: str) -> str:
+        state = self.state
+        rooms = state.members[member].rooms if member in state.members else ()
+        open_rooms = [r for r in rooms if not state.rooms[r].closed]
+        if len(open_rooms) == 1:
+            return open_rooms[0]
+        raise ValidationError(f"{member} is in rooms {', '.join(rooms) or 'none'}; say which",
+                              hint="pass room='<room>' (CLI: --room ROOM)")
+
+    def show(self) -> Any:
+        """Display a live view in Jupyter (needs the ``jupyter`` extra)."""
+        from wopdsl.jupyter import show
+
+        return show(self)
+
+    def _repr_html_(self) -> str:
+        from wopdsl.jupyter.render import run_html
+
+        return run_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from wopdsl.jupyter.render import run_markdown
+
+        return run_markdown(self)
+
+    def __repr__(self) -> str:
+        return f"Run({self.run_id!r}, status={self.status!r})"
+
+
+def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,
+           council: Council | None = None) -> Run:
+    """Return a handle on a stored run (executing here, elsewhere, or finished).
+
+    Raises:
+        RunNotFound: the store has no such run.
+    """
+    st = open_store(store)
+    if not st.exists(run_id):
+        raise RunNotFound(f"run {run_id} not found in the store",
+                          hint="list runs with `wop runs`")
+    return Run(st, run_id, council=council)
