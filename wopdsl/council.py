@@ -15,8 +15,8 @@ from wopdsl.agents.python import Handler
 from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
 from wopdsl.compile._validate import check_spec
-from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS, Engine
-from wopdsl.errors import DeclarationError, Problem
+from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS, Engine, engine_for
+from wopdsl.errors import DeclarationError, Problem, RunNotFound
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
 from wopdsl.store import EventStore, open_store
 
@@ -241,7 +241,10 @@ class Council:
         from wopdsl.run import Run
 
         st = open_store(store)
-        engine = Engine(self.compile(), st, run_id)
+        if not st.exists(run_id):
+            raise RunNotFound(f"run {run_id} not found in the store",
+                              hint="list runs with `wop runs`")
+        engine = engine_for(self.compile(), st, run_id)
         return Run(st, run_id, engine=engine, council=self)
 
     def _engine(self, store: StoreArg, run_id: str | None, deterministic: bool,

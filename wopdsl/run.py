@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from wopdsl._snapshot import build_snapshot
-from wopdsl.engine import Engine, HumanInput
+from wopdsl.engine import Engine, HumanInput, engine_for
 from wopdsl.engine.state import TERMINAL, CouncilState, RunStatus
 from wopdsl.errors import RunNotFound, ValidationError
 from wopdsl.model.turns import Message
@@ -249,7 +249,7 @@ class Run:
                 CouncilSpec.model_validate(state.council),
                 source=state.metadata.get("source"))
             self.council = council
-            self._engine = Engine(council.compile(), self.store, self.run_id)
+            self._engine = engine_for(council.compile(), self.store, self.run_id)
         return self._engine
 
     def _default_human(self) -> str:

@@ -1,6 +1,7 @@
 """The embedded engine: runs compiled councils, one durable event at a time."""
 
 from wopdsl.engine.core import DEFAULT_MAX_PARTICIPANTS, Engine, HumanInput
+from wopdsl.engine.fork import ForkMode, ReplayEngine, engine_for, fork
 from wopdsl.engine.state import TERMINAL, CouncilState, Inflight, MemberState, RoomState, RunStatus
 
 __all__ = [
@@ -8,9 +9,13 @@ __all__ = [
     "TERMINAL",
     "CouncilState",
     "Engine",
+    "ForkMode",
     "HumanInput",
     "Inflight",
     "MemberState",
+    "ReplayEngine",
     "RoomState",
     "RunStatus",
+    "engine_for",
+    "fork",
 ]

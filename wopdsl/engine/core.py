@@ -121,6 +121,8 @@ class Engine:
                     break
                 batch = self._next_batch()
                 if batch is None:
+                    if self.state.status == "waiting-input" and self.supply_input():
+                        continue
                     break
                 await self._run_batch(batch)
                 if self.state.terminal:
@@ -138,28 +140,32 @@ class Engine:
             self._arm_deadline()
             if self._deadline_passed() and not self.state.terminal:
                 self._time_out()
-            problem = self._human_problem(entry)
-            if problem:
-                raise ValidationError(problem, hint=_HUMAN_HINT)
-            if entry.operation == "close":
-                self._close_room(entry.room, entry.outcome, f"closed by {entry.member}")
-                self._flush()
-                return None
-            member = self.state.members[entry.member]
-            position = self.state.next_position
-            triggers = list(self.state.queue.get(entry.member, []))
-            mentions = list(entry.mentions)
-            mid = message_id(entry.member, position, 0)
-            result = {"summary": entry.text,
-                      "posts": [{"roomId": entry.room, "text": entry.text, "mentions": mentions}]}
-            self._emit("node.started", p.member_started(
-                entry.member, attempt=0, turn=member.turns + 1, position=position,
-                triggers=triggers), node_id=entry.member)
-            self._emit("node.completed", {"nodeId": entry.member, "outputs": result},
-                       node_id=entry.member)
-            self._exchange(entry.room, mid, entry.member, entry.text, mentions, human=True)
+            return self.apply_human(entry)
+
+    def apply_human(self, entry: HumanInput) -> str | None:
+        """Validate and append a human's input now (the caller holds the engine lock)."""
+        problem = self._human_problem(entry)
+        if problem:
+            raise ValidationError(problem, hint=_HUMAN_HINT)
+        if entry.operation == "close":
+            self._close_room(entry.room, entry.outcome, f"closed by {entry.member}")
             self._flush()
-            return mid
+            return None
+        member = self.state.members[entry.member]
+        position = self.state.next_position
+        triggers = list(self.state.queue.get(entry.member, []))
+        mentions = list(entry.mentions)
+        mid = message_id(entry.member, position, 0)
+        result = {"summary": entry.text,
+                  "posts": [{"roomId": entry.room, "text": entry.text, "mentions": mentions}]}
+        self._emit("node.started", p.member_started(
+            entry.member, attempt=0, turn=member.turns + 1, position=position,
+            triggers=triggers), node_id=entry.member)
+        self._emit("node.completed", {"nodeId": entry.member, "outputs": result},
+                   node_id=entry.member)
+        self._exchange(entry.room, mid, entry.member, entry.text, mentions, human=True)
+        self._flush()
+        return mid
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
@@ -173,6 +179,18 @@ class Engine:
             self._close_all(None, f"run cancelled: {reason}")
             self._emit("run.cancelled", {"reason": reason, "cancelledBy": "user"})
             self._flush()
+
+    # -- hooks for subclasses (fork in replay mode) ---------------------------------------
+
+    def supply_input(self) -> bool:
+        """Called when the run would wait for a human; return True if input was appended."""
+        return False
+
+    def after_settle(self, batch: list[Inflight]) -> None:
+        """Called after a batch's completions are emitted (before they are flushed)."""
+
+    def before_complete(self) -> None:
+        """Called before the closing events of a completed run are emitted."""
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -239,6 +257,7 @@ class Engine:
             for index, post in enumerate(outcome.get("posts", [])):
                 self._exchange(post["roomId"], message_id(member, inflight.position, index),
                                member, post["text"], post["mentions"], human=False)
+        self.after_settle(batch)
         if failure is not None:
             member, error = failure
             self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
@@ -329,6 +348,7 @@ class Engine:
     # -- endings ---------------------------------------------------------------------------
 
     def _complete(self) -> None:
+        self.before_complete()
         for room_id, room in self.state.rooms.items():
             self._close_room(room_id, {"messages": len(room.messages)}, "council completed")
         self._emit("run.completed", {"outputs": self.state.result(),

@@ -1,0 +1,33 @@
+# Every target installs what it needs into .venv first, so each works on a fresh clone.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the demo council on the embedded SQLite default (.wop/runs.db).
+demo: $(STAMP)
+	$(VENV)/bin/wop run councils/release-team.toml
+
+## Run the whole test suite.
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check wopdsl tui tests bench examples
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .wop build *.egg-info

@@ -1,0 +1,194 @@
+"""Fork a run at a sequence, and re-execute it in replay mode (RFC 0005 §G).
+
+A fork is a new run whose log is the source's up to ``SEQ`` (ids rewritten for the new run),
+then continues. In ``branch`` mode it simply goes on. In ``replay`` mode members re-execute
+and every turn is compared with the source's turn at the same dispatch position; a
+difference appends ``replay.diverged {sourceRunId, atSequence, divergenceKind}``. Human turns
+are never re-asked: the source's human input is applied again from its log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from wopdsl._ids import RUN_ID_RE, event_id, new_run_id
+from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine.core import Engine, HumanInput
+from wopdsl.engine.state import Inflight
+from wopdsl.errors import RunNotFound, ValidationError
+from wopdsl.protocol.envelope import RunEventDoc
+from wopdsl.protocol.payloads import MEMBER_TYPE_ID
+from wopdsl.store.base import EventStore
+
+__all__ = ["ForkMode", "ReplayEngine", "engine_for", "fork"]
+
+ForkMode = Literal["branch", "replay"]
+
+
+def fork(
+    store: EventStore,
+    source_run_id: str,
+    at_sequence: int,
+    *,
+    mode: ForkMode = "branch",
+    run_id: str | None = None,
+) -> str:
+    """Create a run whose log is ``source_run_id``'s up to ``at_sequence``; return its id.
+
+    A cut inside a batch settlement is moved back before that turn's completion, so the
+    turn runs again in the fork rather than losing its posts.
+
+    Raises:
+        RunNotFound: no such source run.
+        ValidationError: ``at_sequence`` is out of range or before the rooms opened.
+    """
+    if mode not in ("branch", "replay"):
+        raise ValidationError(f"unknown fork mode '{mode}'", hint="use 'replay' or 'branch'")
+    events = store.read(source_run_id)
+    if not events:
+        raise RunNotFound(f"run {source_run_id} not found in the store",
+                          hint="list runs with `wop runs`")
+    last = events[-1]["sequence"]
+    opened = max((e["sequence"] for e in events if e["type"] == "conversation.opened"),
+                 default=0)
+    if not opened <= at_sequence <= last:
+        raise ValidationError(
+            f"--from {at_sequence} is outside the run's forkable range {opened}..{last}",
+            hint="fork at or after the last conversation.opened event",
+        )
+    cut = _consistent_cut(events, at_sequence)
+    new_id = run_id or new_run_id(events[0]["payload"]["workflowId"])
+    if RUN_ID_RE.fullmatch(new_id) is None:
+        raise ValidationError(f"run id '{new_id}' is not 1-64 characters of [A-Za-z0-9._-]")
+    if store.exists(new_id):
+        raise ValidationError(f"run {new_id} already exists", hint="choose another run id")
+    copied = [_rewrite(e, source_run_id, new_id) for e in events[: cut + 1]]
+    metadata = copied[0]["payload"].setdefault("metadata", {})
+    metadata["forkedFrom"] = {"runId": source_run_id, "atSequence": cut, "mode": mode}
+    store.append(new_id, copied, 0)
+    return new_id
+
+
+def _consistent_cut(events: list[RunEventDoc], at: int) -> int:
+    """Move ``at`` back so no member completion is kept without all of its posts."""
+    for index in range(at, -1, -1):
+        event = events[index]
+        if event["type"] in ("node.completed", "node.failed") and "nodeId" in event and not \
+                event["nodeId"].startswith("room:"):
+            posts = len((event["payload"].get("outputs") or {}).get("posts", []))
+            following = events[index + 1 : index + 1 + posts]
+            kept = sum(1 for e in following if e["sequence"] <= at
+                       and e["type"] == "conversation.exchanged")
+            return at if kept == posts else index - 1
+        if event["type"] == "node.started" and event["payload"].get("typeId") == MEMBER_TYPE_ID:
+            return at
+    return at
+
+
+def _rewrite(event: RunEventDoc, old: str, new: str) -> RunEventDoc:
+    """Copy an event into the forked run: run id, event ids and conversation ids rewritten."""
+    text = json.dumps(event, ensure_ascii=False)
+    # Conversation ids and interrupt keys embed the run id as "<run>:room:<room>".
+    text = text.replace(json.dumps(f"{old}:room:")[:-1], json.dumps(f"{new}:room:")[:-1])
+    copy: RunEventDoc = json.loads(text)
+    copy["runId"] = new
+    copy["eventId"] = event_id(new, event["sequence"])
+    if "causationId" in event:
+        copy["causationId"] = event_id(new, _sequence_of(event["causationId"]))
+    return copy
+
+
+def _sequence_of(evt_id: str) -> int:
+    return int(evt_id.rsplit(".", 1)[-1])
+
+
+@dataclass(frozen=True, slots=True)
+class _SourceTurn:
+    sequence: int
+    event_id: str
+    type: str
+    outputs: Any
+
+
+class ReplayEngine(Engine):
+    """An engine that compares every re-executed turn with the source run's."""
+
+    def __init__(self, graph: CouncilGraph, store: EventStore, run_id: str,
+                 **options: Any) -> None:
+        super().__init__(graph, store, run_id, **options)
+        origin = self.state.metadata.get("forkedFrom", {})
+        self.source_run_id: str = origin.get("runId", "")
+        source = store.read(self.source_run_id)
+        self._turns: dict[int, _SourceTurn] = {}
+        self._human: list[HumanInput] = []
+        started: dict[str, int] = {}
+        for event in source:
+            payload = event["payload"]
+            if event["type"] == "node.started" and payload.get("typeId") == MEMBER_TYPE_ID:
+                started[payload["nodeId"]] = payload["position"]
+            elif event["type"] in ("node.completed", "node.failed") and \
+                    payload.get("nodeId") in started:
+                position = started.pop(payload["nodeId"])
+                self._turns[position] = _SourceTurn(event["sequence"], event["eventId"],
+                                                    event["type"], payload.get("outputs"))
+                member = self.graph.members.get(payload["nodeId"])
+                if member is not None and member.human and position >= self.state.next_position:
+                    self._human.append(_human_input(payload))
+        self._seen = {p for p in self._turns if p < self.state.next_position}
+
+    def after_settle(self, batch: list[Inflight]) -> None:
+        """Compare each settled turn with the source's turn at the same position."""
+        for inflight in batch:
+            self._seen.add(inflight.position)
+            mine = self.state.members[inflight.member]
+            source = self._turns.get(inflight.position)
+            if source is None:
+                self._diverged(self.state.last_sequence, "extra", None)
+            elif (source.type == "node.failed") != mine.failed:
+                self._diverged(source.sequence, "type-mismatch", source.event_id)
+            elif not mine.failed and source.outputs != mine.result:
+                self._diverged(source.sequence, "output", source.event_id)
+
+    def supply_input(self) -> bool:
+        """Re-apply the source's next human input instead of asking again."""
+        while self._human:
+            entry = self._human.pop(0)
+            try:
+                self.apply_human(entry)
+            except ValidationError:
+                self._diverged(self.state.last_sequence, "missing", None)
+                continue
+            self._seen.add(self.state.next_position - 1)
+            return True
+        return False
+
+    def before_complete(self) -> None:
+        """Report source turns the replay never reached."""
+        missing = sorted(p for p in self._turns if p not in self._seen)
+        if missing:
+            source = self._turns[missing[0]]
+            self._diverged(source.sequence, "missing", source.event_id)
+
+    def _diverged(self, at: int, kind: str, original: str | None) -> None:
+        payload: dict[str, Any] = {"sourceRunId": self.source_run_id, "atSequence": at,
+                                   "divergenceKind": kind}
+        if original:
+            payload["originalEventId"] = original
+        self._emit("replay.diverged", payload)
+
+
+def _human_input(payload: dict[str, Any]) -> HumanInput:
+    post = ((payload.get("outputs") or {}).get("posts") or [{}])[0]
+    return HumanInput(member=payload["nodeId"], room=post.get("roomId", ""),
+                      text=post.get("text", ""), mentions=tuple(post.get("mentions", [])))
+
+
+def engine_for(graph: CouncilGraph, store: EventStore, run_id: str, **options: Any) -> Engine:
+    """Return the engine a stored run needs: a :class:`ReplayEngine` for replay forks."""
+    engine = Engine(graph, store, run_id, **options)
+    origin = engine.state.metadata.get("forkedFrom") or {}
+    if origin.get("mode") == "replay":
+        return ReplayEngine(graph, store, run_id, **options)
+    return engine
