@@ -232,15 +232,13 @@ class Engine:
 
     async def _run_batch(self, batch: list[Inflight]) -> None:
         tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
-        remaining = self._remaining()
-        done, pending = await asyncio.wait(tasks, timeout=remaining)
+        _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
+        for task in pending:
+            task.cancel()
         if pending:
-            for task in pending:
-                task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-            self._time_out()
-            return
-        outcomes = [task.result() for task in tasks]
+        timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
+        outcomes = [timed_out if task in pending else task.result() for task in tasks]
         failure: tuple[str, TurnError] | None = None
         for inflight, outcome in zip(batch, outcomes, strict=True):
             member = inflight.member
@@ -258,7 +256,9 @@ class Engine:
                 self._exchange(post["roomId"], message_id(member, inflight.position, index),
                                member, post["text"], post["mentions"], human=False)
         self.after_settle(batch)
-        if failure is not None:
+        if pending:
+            self._time_out()
+        elif failure is not None:
             member, error = failure
             self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
                        f"{error.message}", member, details={"nodeError": error.code})
@@ -356,8 +356,8 @@ class Engine:
         self._flush()
 
     def _fail(self, code: str, message: str, node: str | None,
-              details: dict[str, Any] | None = None) -> None:
-        self._close_all(None, f"run failed: {code}")
+              details: dict[str, Any] | None = None, closing_text: str | None = None) -> None:
+        self._close_all(None, closing_text or f"run failed: {code}")
         error: dict[str, Any] = {"code": code, "message": message}
         if details:
             error["details"] = details
@@ -374,7 +374,9 @@ class Engine:
                                        "error": {"code": "TIMEOUT",
                                                  "message": "the council timed out"}},
                        node_id=inflight.member)
-        self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None)
+        text = f"council timed out after {timeout} ms (timeout_ms)"
+        self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None,
+                   closing_text=text)
 
     # -- the deadline (RFC 0005 §I) --------------------------------------------------------
 
