@@ -14,6 +14,7 @@ from wopdsl.engine.state import TERMINAL, CouncilState, RunStatus
 from wopdsl.errors import RunNotFound, ValidationError
 from wopdsl.model.turns import Message
 from wopdsl.projections.transcript import render_transcript
+from wopdsl.protocol.conversation import parse_resume
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.store import EventStore, open_store
 
@@ -174,25 +175,27 @@ class Run:
 
     async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
                     mentions: list[str] | None = None, operation: str = "exchange",
-                    outcome: Any = None, turn: dict[str, Any] | None = None) -> str | None:
+                    outcome: Any = None, resume: dict[str, Any] | None = None) -> str | None:
         """Post as the human member; ``@member`` in ``text`` becomes a mention.
 
-        Accepts RFC 0005 §E too: ``operation="close"`` ends the room's conversation with
-        ``outcome``; ``turn={"content": {"text": ...}}`` carries the turn fields.
+        Args:
+            text: The message text.
+            room: The room (default: the human's only open room).
+            as_: The human member (default: the one whose turn is requested, or the only one).
+            mentions: Explicit mentions (default: the ``@member`` words of ``text``).
+            operation: ``exchange`` (post) or ``close`` (end the room's conversation).
+            outcome: For ``close``: the conversation's outcome.
+            resume: An RFC 0005 §E payload ``{operation, turn, outcome?}`` or bare turn fields
+                (``{"content": {"text": ..., "mentions": [...]}}``); overrides the above.
 
         Returns:
             The saved message id (``None`` for ``close``).
 
         Raises:
-            ValidationError: the post was refused; nothing was appended.
+            ValidationError: the input was refused; nothing was appended.
         """
-        if turn is not None:
-            content = turn.get("content", turn)
-            if isinstance(content, dict):
-                text = str(content.get("text", text))
-                mentions = content.get("mentions", mentions)
-            elif isinstance(content, str):
-                text = content
+        if resume is not None:
+            text, mentions, operation, outcome = _from_resume(resume, text, mentions)
         member = as_ or self._default_human()
         target = room or self._default_room(member)
         entry = HumanInput(member=member, room=target, text=text,
@@ -200,10 +203,13 @@ class Run:
                                           else parse_mentions(text)),
                            operation=operation, outcome=outcome)
         engine = self._require_engine()
-        was_waiting = self.status in ("waiting-input",) or (
-            self._task is not None and self._task.done())
+        # Drive on here only if this handle drove the run, or nobody does (it was waiting):
+        # a run executing in another process keeps its own driver.
+        ours = self._task is not None and self._task.done()
+        was_waiting = self.status == "waiting-input"
         message = await engine.post(entry)
-        if (was_waiting or self._task is None) and engine.state.terminal is None:
+        if (ours or was_waiting) and self.status not in TERMINAL and \
+                self.status != "waiting-input":
             self._begin(start=False)
         return message
 
@@ -292,6 +298,26 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, status={self.status!r})"
+
+
+def _from_resume(
+    resume: dict[str, Any], text: str, mentions: list[str] | None
+) -> tuple[str, list[str] | None, str, Any]:
+    from pydantic import ValidationError as PydanticValidationError
+
+    try:
+        payload = parse_resume(resume)
+    except PydanticValidationError as exc:
+        raise ValidationError(f"invalid resume payload: {exc.errors()[0]['msg']}",
+                              hint="send {operation: 'exchange'|'close', turn, outcome?} "
+                                   "or bare turn fields") from None
+    content: Any = (payload.turn or {}).get("content", text)
+    if isinstance(content, dict):
+        text = str(content.get("text", text))
+        mentions = content.get("mentions", mentions)
+    elif isinstance(content, str):
+        text = content
+    return text, mentions, payload.operation, payload.outcome
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,
