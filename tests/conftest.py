@@ -1,0 +1,79 @@
+"""Fixtures shared by every test area: fresh SQLite stores and quick council builders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from wopdsl import Council, SqliteStore
+from wopdsl.agents.python import Handler
+
+HUMAN: Literal["human"] = "human"
+"""Pass as a member's handler to ``make_council`` to declare a human member."""
+
+MemberArg = Handler | Literal["human"] | Sequence[Mapping[str, Any]]
+"""A python handler, ``HUMAN``, or a script (a list of steps) for ``make_council``."""
+
+MakeCouncil = Callable[..., Council]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A fresh SQLite store file path (the file is created on first use)."""
+    return tmp_path / "runs.db"
+
+
+@pytest.fixture
+def sqlite_store(db_path: Path) -> Iterator[SqliteStore]:
+    """A real SQLite store on a fresh file in ``tmp_path``, closed after the test."""
+    store = SqliteStore(db_path)
+    yield store
+    store.close()
+
+
+def build_council(
+    members: Mapping[str, MemberArg],
+    *,
+    rooms: Mapping[str, Sequence[str]] | None = None,
+    waiting: Sequence[str] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    task: str = "Ship it.",
+    council_id: str = "team",
+    **settings: Any,
+) -> Council:
+    """Declare a council in one call.
+
+    Args:
+        members: Member id -> python handler (sync or async), ``HUMAN``, or a script (list
+            of step dicts); declaration order is the mapping's order.
+        rooms: Room id -> member ids (default: one room ``all`` with every member).
+        waiting: Members declared with ``initial_turn = false`` (humans always wait).
+        options: Per-member extra declaration keys (``max_turns``, ``brief``, ...).
+        task: The council task.
+        council_id: The council id (message ids do not depend on it).
+        **settings: ``[council]`` settings (``global_concurrency``, ``tail_messages`` ...).
+    """
+    council = Council(council_id, task=task, **settings)
+    for room_id, room_members in (rooms if rooms is not None else {"all": list(members)}).items():
+        council.room(room_id, members=list(room_members))
+    for member_id, how in members.items():
+        extra = dict((options or {}).get(member_id, {}))
+        role = extra.pop("role", member_id)
+        if how == HUMAN:
+            council.human(member_id, role=role, **extra)
+        elif isinstance(how, Sequence) and not isinstance(how, str):
+            council.add_member(member_id, role=role, engine="script", script=list(how),
+                               initial_turn=member_id not in waiting, **extra)
+        else:
+            council.member(member_id, role=role, initial_turn=member_id not in waiting,
+                           **extra)(how)
+    return council
+
+
+@pytest.fixture
+def make_council() -> MakeCouncil:
+    """Return :func:`build_council` (declare a council in one call)."""
+    return build_council
