@@ -162,6 +162,9 @@ class Run:
         if self._task is not None:
             await asyncio.shield(self._task)
             return self.status
+        if self.status in TERMINAL:
+            # Nothing more will be appended: following the log would wait forever.
+            return self.status
         async for _ in self._follow(self.state.last_sequence):
             pass
         return self.status
