@@ -1,0 +1,86 @@
+"""The ``wop`` command line (also ``python -m wopdsl``).
+
+Commands and exit codes follow DESIGN.md §10 and are documented in ``docs/cli.md``:
+0 completed (or ok), 1 run failed, 2 invalid input, 3 waiting for a human's input.
+Every error prints ``error[CODE]: message`` with its location and a hint, never a traceback
+(unless ``--debug``).
+
+Example:
+    >>> from wopdsl.cli import main
+    >>> main(["run", "councils/release-team.toml", "--store", "memory:"])  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import TextIO
+
+from wopdsl.errors import WopError
+
+__all__ = ["main"]
+
+_INTERNAL_HINT = "this is a bug in wopdsl or in a member handler; rerun with --debug to " \
+                 "see the traceback"
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run the ``wop`` command line.
+
+    Args:
+        argv: The arguments after ``wop`` (default: ``sys.argv[1:]``).
+        stdout: Where output goes (default: ``sys.stdout``).
+        stderr: Where errors go (default: ``sys.stderr``).
+
+    Returns:
+        The exit code: 0 completed/ok, 1 failed, 2 invalid input, 3 waiting for input.
+    """
+    from wopdsl.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, exit_code_for_error
+    from wopdsl.cli._parser import build_parser
+    from wopdsl.cli._targets import Context
+
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version exit 0, bad arguments exit 2.
+        return exc.code if isinstance(exc.code, int) else 2
+    ctx = Context(store_arg=args.store, out=out, err=err)
+    try:
+        code: int = args.func(ctx, args)
+        return code
+    except WopError as exc:
+        if args.debug:
+            traceback.print_exc(file=err)
+        print(exc.render(), file=err, flush=True)
+        return exit_code_for_error(exc)
+    except KeyboardInterrupt:
+        print("\ninterrupted; a stopped run continues with `wop resume RUN`", file=err,
+              flush=True)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (e.g. `wop events RUN | head`): stop quietly.
+        _silence_stdout()
+        return EXIT_FAILED
+    except Exception as exc:
+        # The CLI never shows a raw traceback unless asked: say what broke and how to see more.
+        if args.debug:
+            traceback.print_exc(file=err)
+        print(f"error[INTERNAL]: {type(exc).__name__}: {exc}\n    hint: {_INTERNAL_HINT}",
+              file=err, flush=True)
+        return EXIT_FAILED
+    finally:
+        ctx.close()
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - no real stdout to redirect.
+        pass

@@ -1,0 +1,199 @@
+"""Private commands that read councils and logs (validate, events, replay, runs, export ...)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+from typing import Any
+
+from wopdsl import CouncilState, RunNotFound, __version__
+from wopdsl.cli._output import (
+    EXIT_INVALID,
+    EXIT_OK,
+    CommandError,
+    LivePrinter,
+    exit_code_for_status,
+    print_json,
+    print_stop,
+    run_json,
+)
+from wopdsl.cli._targets import Context, import_council, load_council
+from wopdsl.declare import council_json_schema
+from wopdsl.projections import render_transcript, write_room_files
+from wopdsl.protocol import RunEventDoc
+from wopdsl.protocol.capabilities import capabilities
+
+TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
+"""What ``wop tui`` says when Textual or the TUI package is missing."""
+
+_TERMINAL_EVENTS = {"run.completed": "completed", "run.failed": "failed",
+                    "run.cancelled": "cancelled"}
+
+
+def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop validate FILE``: load and compile; print a summary."""
+    council = load_council(args.file)
+    graph = council.compile()
+    spec = graph.spec
+    settings = spec.council
+    out = ctx.out
+    print(f"ok: council {spec.id} (version {settings.version})", file=out)
+    print(f"  task: {settings.task}", file=out)
+    print(f"  limits: global_concurrency={settings.global_concurrency} "
+          f"max_turns_per_member={settings.max_turns_per_member} "
+          f"tail_messages={settings.tail_messages}", file=out)
+    print(f"  rooms ({len(graph.rooms)}):", file=out)
+    for room in graph.rooms.values():
+        print(f"    {room.id}: {', '.join(room.members)}", file=out)
+    print(f"  members ({len(graph.members)}):", file=out)
+    for member in graph.members.values():
+        extra = []
+        if not member.spec.initial_turn:
+            extra.append("waits for a mention")
+        if member.spec.handler:
+            extra.append(f"handler {member.spec.handler}")
+        tail = f" ({'; '.join(extra)})" if extra else ""
+        print(f"    {member.id} [{member.spec.role}] engine={member.spec.engine} "
+              f"cap={member.cap}{tail}", file=out)
+    unbound = graph.unbound()
+    if unbound:
+        print(f"  note: python members without a handler yet: {', '.join(unbound)} "
+              "(bind them before running)", file=out)
+    out.flush()
+    return EXIT_OK
+
+
+def _json_line(event: RunEventDoc) -> str:
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop events RUN [--follow]``: the events as JSON Lines, in sequence order."""
+    store = ctx.require_run(args.run)
+    state = CouncilState()
+    for event in store.read(args.run):
+        state.apply(event)
+        print(_json_line(event), file=ctx.out)
+    ctx.out.flush()
+    if not args.follow or state.terminal is not None:
+        return EXIT_OK
+
+    async def follow(after: int) -> None:
+        async for event in store.subscribe(args.run, after):
+            print(_json_line(event), file=ctx.out, flush=True)
+            if event["type"] in _TERMINAL_EVENTS and \
+                    event["sequence"] >= store.last_sequence(args.run):
+                return
+
+    asyncio.run(follow(state.last_sequence))
+    return EXIT_OK
+
+
+def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop replay RUN``: fold the log (no member runs, nothing appended), print the result."""
+    store = ctx.require_run(args.run)
+    events = store.read(args.run)
+    state = CouncilState.fold(events)
+    if args.json:
+        print_json(run_json(args.run, state), ctx.out)
+    else:
+        printer = LivePrinter(ctx.out)
+        for event in events:
+            printer.feed(event)
+        print_stop(args.run, state, ctx.out, ctx.err, store_flag=ctx.store_flag)
+    return exit_code_for_status(state.status)
+
+
+def cmd_transcript(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop transcript RUN``: the stable transcript text."""
+    store = ctx.require_run(args.run)
+    ctx.out.write(render_transcript(store.read(args.run)))
+    ctx.out.flush()
+    return EXIT_OK
+
+
+def cmd_rooms(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop rooms RUN --out DIR``: write room files, print ``{revision, rooms}``."""
+    store = ctx.require_run(args.run)
+    try:
+        listing = write_room_files(store.read(args.run), args.out)
+    except OSError as exc:
+        raise CommandError("ROOMS_UNWRITABLE", f"cannot write room files to {args.out}: "
+                           f"{exc.strerror or exc}", hint="pass --out a writable folder",
+                           exit_code=EXIT_INVALID) from None
+    print_json(listing, ctx.out)
+    return EXIT_OK
+
+
+def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop runs``: every run in the store with its council, status and event count."""
+    try:
+        store = ctx.store(create=False)
+    except RunNotFound:
+        # No store file yet simply means no runs; listing must not create one.
+        infos = []
+    else:
+        infos = store.runs()
+    rows: list[dict[str, Any]] = []
+    for info in infos:
+        status = _TERMINAL_EVENTS.get(info.last_type)
+        if status is None:
+            status = CouncilState.fold(store.read(info.run_id)).status
+        rows.append({"runId": info.run_id, "council": info.workflow_id, "status": status,
+                     "events": info.last_sequence + 1, "startedAt": info.started_at})
+    if args.json:
+        print_json(rows, ctx.out)
+        return EXIT_OK
+    if not rows:
+        print(f"no runs in {ctx.store_target}", file=ctx.out, flush=True)
+        return EXIT_OK
+    table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "STARTED")] + [
+        (r["runId"], r["council"], r["status"], str(r["events"]), r["startedAt"]) for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    for row in table:
+        cells = [row[i].ljust(widths[i]) if i != 3 else row[i].rjust(widths[i])
+                 for i in range(4)]
+        print("  ".join([*cells, row[4]]), file=ctx.out)
+    ctx.out.flush()
+    return EXIT_OK
+
+
+def cmd_export(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop export MODULE:ATTR``: a decorator council written as a TOML council file."""
+    council = import_council(args.reference)
+    ctx.out.write(council.to_toml())
+    ctx.out.flush()
+    return EXIT_OK
+
+
+def cmd_schema(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop schema``: the JSON Schema of the council file format."""
+    print_json(council_json_schema(), ctx.out)
+    return EXIT_OK
+
+
+def cmd_capabilities(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop capabilities``: the host's OpenWOP discovery document."""
+    doc = capabilities(args.max_participants,
+                       implementation={"name": "wopdsl", "version": __version__})
+    print_json(doc, ctx.out)
+    return EXIT_OK
+
+
+def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop tui FILE | RUN``: the Textual UI (needs the ``tui`` extra)."""
+    try:
+        importlib.import_module("textual")
+        tui: Any = importlib.import_module("wopdsl_tui")
+    except ImportError:
+        raise CommandError("TUI_MISSING", TUI_MISSING,
+                           hint="the terminal UI ships as an optional extra") from None
+    entry = getattr(tui, "run_app", None) or getattr(tui, "main", None)
+    if entry is None:
+        raise CommandError("TUI_MISSING", "the installed wopdsl_tui has no run_app() entry",
+                           hint="reinstall: pip install 'wopdsl[tui]'")
+    result = entry(args.target, store=ctx.store_arg)
+    return int(result or 0)

@@ -1,0 +1,164 @@
+"""Private commands that execute a run and print its transcript live: run, resume, reply, fork."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import wopdsl.engine
+from wopdsl import Council, Run, RunStatus, attach
+from wopdsl.cli._output import (
+    EXIT_FAILED,
+    CommandError,
+    LivePrinter,
+    exit_code_for_status,
+    print_json,
+    print_stop,
+    run_json,
+)
+from wopdsl.cli._targets import (
+    Context,
+    check_same_council,
+    council_of_run,
+    load_council,
+)
+
+T = TypeVar("T")
+
+
+async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
+    """Print the run's events live (``run.events``) while ``job`` executes the run."""
+
+    async def follow() -> None:
+        async for event in run.events(after=printer.last_sequence):
+            printer.feed(event)
+
+    follower = asyncio.ensure_future(follow())
+    try:
+        return await job
+    finally:
+        follower.cancel()
+        await asyncio.gather(follower, return_exceptions=True)
+        # Whatever the follower had not reached yet (the last batch, a refused start).
+        printer.catch_up(run.store, run.run_id)
+
+
+def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> int:
+    """Print the stop summary (or the JSON document) and return the exit code."""
+    printer.catch_up(run.store, run.run_id)
+    state = run.state
+    if as_json:
+        print_json(run_json(run.run_id, state), ctx.out)
+    else:
+        print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag)
+    return exit_code_for_status(state.status)
+
+
+def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop run FILE``: start a run and print its transcript live."""
+    council = load_council(args.file)
+    council.compile()  # Every declaration problem before anything is written.
+    store = ctx.store()
+    if args.run_id is not None and store.exists(args.run_id):
+        raise CommandError("STORE_CONFLICT", f"run {args.run_id} already exists in "
+                           f"{ctx.store_target}",
+                           hint=f"choose another --run-id, or continue it with "
+                                f"`wop{ctx.store_flag} resume {args.run_id}`")
+    printer = LivePrinter(ctx.out, quiet=args.json)
+
+    async def go() -> int:
+        run = council.start(store, args.run_id, max_participants=args.max_participants)
+        if not args.json:
+            print(f"run {run.run_id} (council {council.id}, store {ctx.store_target})",
+                  file=ctx.out, flush=True)
+        await follow_while(run, printer, run.wait())
+        return finish(ctx, run, printer, as_json=args.json)
+
+    return asyncio.run(go())
+
+
+def _rebind(ctx: Context, run_id: str, target: str | None) -> Council:
+    """The council to continue ``run_id`` with: from FILE / MODULE:ATTR, or from the log."""
+    store = ctx.require_run(run_id)
+    if target is None:
+        council = council_of_run(store, run_id)
+    else:
+        council = load_council(target)
+        check_same_council(council, store, run_id)
+    unbound = council.compile().unbound()
+    if unbound:
+        how = "pass the council file or MODULE:ATTR that binds them"
+        raise CommandError(
+            "DECLARATION_INVALID",
+            f"run {run_id} has python members without a handler here: {', '.join(unbound)}",
+            hint=f"{how}, e.g. `wop{ctx.store_flag} resume {run_id} mymodule:council`",
+        )
+    return council
+
+
+def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop resume RUN [FILE]``: continue an interrupted or waiting run."""
+    council = _rebind(ctx, args.run, args.council)
+    printer = LivePrinter(ctx.out, quiet=args.json)
+
+    async def go() -> int:
+        run = council.open(args.run, ctx.store())
+        if not args.json:
+            print(f"run {run.run_id} (council {council.id}, store {ctx.store_target})",
+                  file=ctx.out, flush=True)
+        await follow_while(run, printer, run.resume())
+        return finish(ctx, run, printer, as_json=args.json)
+
+    return asyncio.run(go())
+
+
+def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop reply RUN --room R [--as MEMBER] TEXT``: post as the human, then continue."""
+    council = _rebind(ctx, args.run, args.council)
+    store = ctx.store()
+    printer = LivePrinter(ctx.out, quiet=args.json, last_sequence=store.last_sequence(args.run))
+
+    async def go() -> int:
+        run = attach(store, args.run, council=council)
+        await run.reply(args.text, room=args.room, as_=args.as_)
+        await follow_while(run, printer, run.wait())
+        return finish(ctx, run, printer, as_json=args.json)
+
+    return asyncio.run(go())
+
+
+def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop fork RUN --from SEQ``: a new run from the source's log up to SEQ, continued."""
+    fork: Any = getattr(wopdsl.engine, "fork", None)
+    if fork is None:
+        raise CommandError("NOT_IMPLEMENTED", "wop fork is not implemented yet in this "
+                           "version of wopdsl", hint="resume the run instead: "
+                           f"`wop{ctx.store_flag} resume {args.run}`", exit_code=EXIT_FAILED)
+    council = _rebind(ctx, args.run, args.council)
+    store = ctx.store()
+    last = store.last_sequence(args.run)
+    if not 0 <= args.from_ <= last:
+        raise CommandError("validation_error", f"--from {args.from_} is outside run "
+                           f"{args.run} (sequences 0..{last})",
+                           hint=f"see the sequences with `wop{ctx.store_flag} events {args.run}`")
+    printer = LivePrinter(ctx.out, quiet=args.json)
+
+    async def go() -> int:
+        new_id = fork(store, args.run, args.from_, mode=args.mode, graph=council.compile(),
+                      run_id=args.run_id)
+        if inspect.isawaitable(new_id):
+            new_id = await new_id
+        run = council.open(str(new_id), store)
+        if not args.json:
+            print(f"run {run.run_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
+                  f"store {ctx.store_target})", file=ctx.out, flush=True)
+        status: RunStatus = run.status
+        if status not in ("completed", "failed", "cancelled", "waiting-input"):
+            await follow_while(run, printer, run.resume())
+        return finish(ctx, run, printer, as_json=args.json)
+
+    return asyncio.run(go())
+

@@ -1,0 +1,176 @@
+"""Private printing for the CLI: live transcript lines, stop summaries, errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Final, TextIO
+
+from wopdsl import (
+    CouncilState,
+    DeclarationError,
+    EventStore,
+    RunFailed,
+    RunNotFound,
+    ValidationError,
+    WopError,
+)
+from wopdsl.errors import CODES
+from wopdsl.projections import format_line
+from wopdsl.protocol import RunEventDoc
+
+EXIT_OK: Final = 0
+"""Completed (or a command that succeeded)."""
+EXIT_FAILED: Final = 1
+"""The run failed or was cancelled, or an internal error happened."""
+EXIT_INVALID: Final = 2
+"""Invalid input: declaration, refused post, unknown run, bad arguments."""
+EXIT_WAITING: Final = 3
+"""The run waits for a human's input."""
+EXIT_RUNNING: Final = 4
+"""The run has not stopped: it is executing elsewhere, or was interrupted (resume it)."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C."""
+
+_STATUS_EXIT: Final = {
+    "completed": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "cancelled": EXIT_FAILED,
+    "waiting-input": EXIT_WAITING,
+}
+
+
+class CommandError(WopError):
+    """An error of the CLI itself, with its own code and exit status."""
+
+    def __init__(self, code: str, message: str, *, hint: str = "",
+                 exit_code: int = EXIT_INVALID) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+        self.exit_code = exit_code
+
+    def render(self) -> str:
+        """Render like any error; link the docs only for the documented codes."""
+        if self.code in CODES:
+            return super().render()
+        return f"error[{self.code}]: {self}"
+
+
+def exit_code_for_status(status: str) -> int:
+    """Map a run status to the CLI exit code (DESIGN.md §10)."""
+    return _STATUS_EXIT.get(status, EXIT_RUNNING)
+
+
+def exit_code_for_error(error: WopError) -> int:
+    """Map an error to the CLI exit code: 2 for invalid input, 1 otherwise."""
+    if isinstance(error, CommandError):
+        return error.exit_code
+    if isinstance(error, DeclarationError | ValidationError | RunNotFound):
+        return EXIT_INVALID
+    return EXIT_FAILED
+
+
+def message_line(event: RunEventDoc) -> str:
+    """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``."""
+    turn = event["payload"]["turn"]
+    content = turn.get("content") or {}
+    room = turn.get("groupId") or event.get("nodeId", "room:")[5:]
+    return f"[{room}] " + format_line(turn["from"], turn["messageId"],
+                                      list(content.get("mentions", [])),
+                                      str(content.get("text", "")), indent="    ")
+
+
+@dataclass
+class LivePrinter:
+    """Prints one line per accepted message as events arrive; remembers its position."""
+
+    out: TextIO
+    """Where lines go."""
+    quiet: bool = False
+    """Track the position but print nothing (``--json``)."""
+    last_sequence: int = -1
+    """The last event fed."""
+    printed: int = field(default=0)
+    """How many message lines were printed."""
+
+    def feed(self, event: RunEventDoc) -> None:
+        """Take one event (in sequence order); events already seen are skipped."""
+        if event["sequence"] <= self.last_sequence:
+            return
+        self.last_sequence = event["sequence"]
+        if self.quiet or event["type"] != "conversation.exchanged":
+            return
+        print(message_line(event), file=self.out, flush=True)
+        self.printed += 1
+
+    def catch_up(self, store: EventStore, run_id: str) -> None:
+        """Feed every stored event after :attr:`last_sequence`."""
+        for event in store.read(run_id, self.last_sequence):
+            self.feed(event)
+
+
+def run_json(run_id: str, state: CouncilState) -> dict[str, Any]:
+    """Return ``{runId, status, result | error}`` for ``--json``."""
+    status = state.status
+    doc: dict[str, Any] = {"runId": run_id, "status": status}
+    if status == "failed":
+        doc["error"] = state.error or {"code": "RUN_FAILED", "message": "the run failed"}
+    elif status == "cancelled":
+        doc["error"] = {"code": "CANCELLED", "message": "the run was cancelled"}
+    else:
+        doc["result"] = state.outputs if status == "completed" else None
+    return doc
+
+
+def print_json(doc: Any, out: TextIO) -> None:
+    """Print ``doc`` as indented JSON."""
+    print(json.dumps(doc, indent=2, ensure_ascii=False), file=out, flush=True)
+
+
+def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
+               store_flag: str = "") -> None:
+    """Print the final answers, the status line and what to do next."""
+    if state.members:
+        print("\nresults", file=out)
+        for member in state.members.values():
+            if member.result is not None:
+                summary = str(member.result.get("summary", ""))
+            elif member.failed:
+                summary = "(failed)"
+            else:
+                summary = "(no turn)"
+            text = f"  {member.id} ({member.role}): {summary}"
+            print(text.replace("\n", "\n    "), file=out)
+    status = state.status
+    events = state.last_sequence + 1
+    print(f"\n{status}: run {run_id} ({events} events)", file=out, flush=True)
+    if status == "waiting-input":
+        print(waiting_text(run_id, state, store_flag), file=out, flush=True)
+    elif status == "failed":
+        error = state.error or {}
+        failure = RunFailed(str(error.get("code", "RUN_FAILED")),
+                            str(error.get("message", "the run failed")),
+                            hint=f"see the log with `wop{store_flag} events {run_id}`")
+        print(failure.render(), file=err, flush=True)
+    elif status not in ("completed", "cancelled"):
+        print(f"the run has not stopped; continue it with `wop{store_flag} resume {run_id}`",
+              file=out, flush=True)
+
+
+def waiting_text(run_id: str, state: CouncilState, store_flag: str = "") -> str:
+    """Say who is waiting for input in which rooms, and how to reply."""
+    lines = []
+    first_room = ""
+    for member_id in state.waiting_for:
+        rooms = [r for r in state.members[member_id].rooms if not state.rooms[r].closed]
+        first_room = first_room or (rooms[0] if rooms else "")
+        where = f"in room{'s' if len(rooms) != 1 else ''} {', '.join(rooms)}" if rooms else \
+            "(no open room)"
+        lines.append(f"waiting for input: {member_id} {where}")
+    names = state.waiting_for
+    as_flag = f" --as {names[0]}" if len(names) > 1 else ""
+    room = shlex.quote(first_room or "ROOM")
+    lines.append(f"reply with: wop{store_flag} reply {shlex.quote(run_id)} --room {room}"
+                 f"{as_flag} \"your message (@member asks for a turn)\"")
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""Private argument parser of the ``wop`` command (argparse, no extra dependency)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from typing import Any
+
+from wopdsl import __version__
+from wopdsl.cli import _commands, _drive
+from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+
+_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+_EPILOG = """\
+exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input,
+3 waiting for a human's input, 4 run not stopped (replay of an interrupted run)
+
+store: --store PATH (a SQLite file) or --store memory:; default $WOP_STORE, else .wop/runs.db
+docs: docs/cli.md, error codes: docs/errors.md
+"""
+
+
+def _run_id(text: str) -> str:
+    if not _RUN_ID.fullmatch(text) or text in {".", ".."}:
+        raise argparse.ArgumentTypeError(
+            f"invalid run id {text!r}: use 1-64 characters of A-Z a-z 0-9 . _ -")
+    return text
+
+
+def _participants(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2 (got {text!r})")
+    return value
+
+
+def _sequence(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an event sequence >= 0 (got {text!r})")
+    return value
+
+
+def _common(suppress: bool) -> argparse.ArgumentParser:
+    """Options taken before or after the command (`wop --store X runs`, `wop runs --store X`)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    default: Any = argparse.SUPPRESS if suppress else None
+    parent.add_argument("--store", metavar="PATH", default=default,
+                        help="SQLite file or memory: (default: $WOP_STORE or .wop/runs.db)")
+    parent.add_argument("--debug", action="store_true",
+                        default=argparse.SUPPRESS if suppress else False,
+                        help="show tracebacks")
+    return parent
+
+
+Command = Callable[..., int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the ``wop`` parser; each command sets ``func``."""
+    parser = argparse.ArgumentParser(
+        prog="wop", parents=[_common(False)],
+        description="Run multi-agent councils on a durable OpenWOP event log.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"wop (wopdsl) {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = _common(True)
+
+    def add(name: str, func: Command, help_: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, parents=[common], help=help_, description=help_)
+        cmd.set_defaults(func=func)
+        return cmd
+
+    cmd = add("validate", _commands.cmd_validate, "load and compile a council; print a summary")
+    cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
+
+    cmd = add("run", _drive.cmd_run, "run a council, printing its transcript live")
+    cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
+    cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
+    cmd.add_argument("--max-participants", type=_participants, metavar="N",
+                     default=DEFAULT_MAX_PARTICIPANTS,
+                     help=f"most agent participants per room (default {DEFAULT_MAX_PARTICIPANTS})")
+    _json_flag(cmd)
+
+    cmd = add("resume", _drive.cmd_resume, "continue an interrupted or waiting run")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("council", metavar="FILE", nargs="?",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _json_flag(cmd)
+
+    cmd = add("reply", _drive.cmd_reply, "post as the human member, then continue the run")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("text", metavar="TEXT", help="the message; @member asks for a turn")
+    cmd.add_argument("--room", required=True, metavar="ROOM")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human member to post as (when there are several)")
+    cmd.add_argument("--council", metavar="FILE",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _json_flag(cmd)
+
+    cmd = add("events", _commands.cmd_events, "the run's events as JSON Lines")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("--follow", action="store_true",
+                     help="keep following until the run completes, fails or is cancelled")
+
+    cmd = add("replay", _commands.cmd_replay, "fold the log and print the result "
+              "(appends nothing)")
+    cmd.add_argument("run", metavar="RUN")
+    _json_flag(cmd)
+
+    cmd = add("transcript", _commands.cmd_transcript, "the run's transcript text")
+    cmd.add_argument("run", metavar="RUN")
+
+    cmd = add("rooms", _commands.cmd_rooms, "write one file per room; print their paths")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("--out", required=True, metavar="DIR")
+
+    cmd = add("runs", _commands.cmd_runs, "list the runs in the store")
+    _json_flag(cmd, "print the runs as a JSON list")
+
+    cmd = add("export", _commands.cmd_export, "write a decorator council as a TOML file")
+    cmd.add_argument("reference", metavar="MODULE:ATTR")
+
+    add("schema", _commands.cmd_schema, "the JSON Schema of the council file format")
+
+    cmd = add("capabilities", _commands.cmd_capabilities, "the host's discovery document")
+    cmd.add_argument("--max-participants", type=_participants, metavar="N",
+                     default=DEFAULT_MAX_PARTICIPANTS)
+
+    cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")
+    cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
+
+    cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("--from", dest="from_", type=_sequence, required=True, metavar="SEQ")
+    cmd.add_argument("--mode", choices=("replay", "branch"), default="branch")
+    cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
+    cmd.add_argument("--council", metavar="FILE",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _json_flag(cmd)
+    return parser
+
+
+def _json_flag(cmd: argparse.ArgumentParser,
+               help_: str = "print only {runId, status, result | error} as JSON") -> None:
+    cmd.add_argument("--json", action="store_true", help=help_)
