@@ -255,7 +255,7 @@ class Council:
             clock = FixedClock()
         if run_id is None:
             run_id = _deterministic_run_id(st, graph.id) if deterministic else new_run_id(graph.id)
-        metadata = {}
+        metadata: dict[str, Any] = {"clock": "fixed"} if isinstance(clock, FixedClock) else {}
         if self.handlers:
             metadata["handlers"] = {m: _qualname(fn) for m, fn in sorted(self.handlers.items())}
         return Engine(graph, st, run_id, clock=clock, max_participants=max_participants,

@@ -7,7 +7,16 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
-from wopdsl._ids import Clock, SystemClock, conversation_id, event_id, iso_ms, message_id
+from wopdsl._ids import (
+    Clock,
+    FixedClock,
+    SystemClock,
+    conversation_id,
+    event_id,
+    iso_ms,
+    message_id,
+    parse_iso_ms,
+)
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result, post_problem
@@ -69,10 +78,14 @@ class Engine:
         self.graph = graph
         self.store = store
         self.run_id = run_id
-        self.clock = clock or SystemClock()
         self.max_participants = max_participants
         self.metadata = dict(metadata or {})
-        self.state = CouncilState.fold(store.read(run_id))
+        events = store.read(run_id)
+        self.state = CouncilState.fold(events)
+        if clock is None and events and self.state.metadata.get("clock") == "fixed":
+            # A deterministic run stays deterministic when resumed: its clock continues.
+            clock = FixedClock(start_ms=parse_iso_ms(events[-1]["timestamp"]) + 1)
+        self.clock: Clock = clock or SystemClock()
         self._pending: list[RunEventDoc] = []
         self._lock = asyncio.Lock()
         self._deadline: float | None = None

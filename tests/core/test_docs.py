@@ -1,0 +1,32 @@
+"""Docs that code depends on: every error code has a heading in docs/errors.md."""
+
+import re
+from pathlib import Path
+
+from wopdsl.errors import CODES, DeclarationError, WopError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_error_codes_equal_doc_headings():
+    text = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (\S+)$", text, flags=re.M)
+    assert headings == list(CODES)
+
+
+def test_every_exception_code_is_documented():
+    codes = {c.code for c in _subclasses(WopError) if c.code not in {"STORE_ERROR"}}
+    codes.discard("WOP_ERROR")
+    assert codes <= set(CODES)
+
+
+def test_rendered_error_points_at_its_doc_anchor():
+    text = DeclarationError("bad").render()
+    assert text.startswith("error[DECLARATION_INVALID]: ")
+    assert "docs/errors.md#declaration_invalid" in text
