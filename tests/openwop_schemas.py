@@ -67,9 +67,8 @@ class OpenWopSchemas:
         for path in sorted(root.rglob("*.schema.json")):
             document = json.loads(path.read_text(encoding="utf-8"))
             self.documents[path.relative_to(root).as_posix()] = document
-            resources.append(
-                (document["$id"], Resource.from_contents(document, default_specification=DRAFT202012))
-            )
+            resource = Resource.from_contents(document, default_specification=DRAFT202012)
+            resources.append((document["$id"], resource))
         self.registry: Registry[Any] = Registry().with_resources(resources)
         self._validator_cls = Draft202012Validator
         self._format_checker = FormatChecker()

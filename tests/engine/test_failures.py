@@ -1,0 +1,273 @@
+"""Failed turns and limits (DESIGN.md §3): RESULT_INVALID, TEAM_TURN_LIMIT, SCRIPT_EXHAUSTED,
+raising and timing-out handlers, and sync handlers off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import MakeCouncil
+from tests.engine.helpers import Calls, member_events, of_type, reply, say, types, wait_for
+from wopdsl import Reply, Turn
+
+INVALID_RESULTS: dict[str, Any] = {
+    "post to a room the sender is not in": reply("x", say("private", "psst")),
+    "mention outside the room": reply("x", say("work", "hey", "outsider")),
+    "mention of an unknown member": reply("x", say("work", "hey", "nobody")),
+    "post to an unknown room": reply("x", say("nowhere", "hello")),
+    "one invalid post among valid ones": reply(
+        "x", say("work", "valid one", "lead"), say("work", "valid two"),
+        say("private", "invalid")),
+    "summary is not a string": {"summary": 3},
+    "unknown result key": {"summary": "ok", "extra": True},
+    "posts is not a list": {"summary": "ok", "posts": "work: hi"},
+    "post without text": {"summary": "ok", "posts": [{"roomId": "work", "mentions": []}]},
+    "not a result at all": 42,
+    "over max_output_bytes": reply("x", say("work", "y" * 3000)),
+}
+
+
+@pytest.mark.parametrize("bad_first", [False, True], ids=["bad-second", "bad-first"])
+@pytest.mark.parametrize("case", list(INVALID_RESULTS))
+async def test_an_invalid_result_fails_the_turn_and_then_the_run_after_the_batch_settles(
+    make_council: MakeCouncil, db_path: Path, case: str, bad_first: bool
+) -> None:
+    calls = Calls()
+    invalid = INVALID_RESULTS[case]
+    pair = ["bad", "good"] if bad_first else ["good", "bad"]
+
+    def lead(turn: Turn) -> Reply:
+        return reply("kickoff", say("work", "start", *pair))
+
+    def good(turn: Turn) -> Reply:
+        return reply("good done", say("work", "good work", "later"))
+
+    handlers = {
+        "lead": calls.handler(lead),
+        "good": calls.handler(good),
+        "bad": calls.handler(lambda t: invalid),
+        "later": calls.handler(),
+        "outsider": calls.handler(),
+    }
+    council = make_council(
+        handlers,
+        rooms={"work": ["lead", "good", "bad", "later"], "private": ["lead", "outsider"]},
+        waiting=["good", "bad", "later", "outsider"],
+        global_concurrency=2,
+        max_output_bytes=2048,
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.result is None
+    events = list(run.events)
+    run_failed = events[-1]
+    assert run_failed["type"] == "run.failed"
+    assert run_failed["payload"]["failedNodeId"] == "bad"
+    (failed,) = of_type(events, "node.failed")
+    assert failed["nodeId"] == "bad"
+    assert failed["payload"]["error"]["code"] == "RESULT_INVALID"
+    assert failed["payload"]["error"]["message"]
+    # The batch settled: both turns of batch 2 ran, the valid one's completion and message
+    # are in the log, the invalid one's posts are not; nothing ran after the batch.
+    assert calls.order == ["lead", *pair]
+    batch = [("node.started", m) for m in pair]
+    settled = [("node.failed" if m == "bad" else "node.completed", m) for m in pair]
+    assert member_events(events) == [
+        ("node.started", "lead"), ("node.completed", "lead"), *batch, *settled]
+    good_id = f"team/good/{2 + pair.index('good')}/0"
+    assert [m.id for m in run.messages] == ["team/lead/1/0", good_id]
+    assert all(m.sender != "bad" for m in run.messages)
+    assert run.state.members["lead"].result == {
+        "summary": "kickoff",
+        "posts": [{"roomId": "work", "text": "start", "mentions": pair}]}
+    assert run.state.members["good"].result is not None
+    assert run.state.members["bad"].result is None
+    assert run.state.members["bad"].failed
+    assert "Traceback" not in str(events)
+
+
+async def test_a_failed_turn_keeps_earlier_batches_results_in_the_log(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    council = make_council(
+        {
+            "first": lambda t: reply("first ok", say("all", "hello", "second")),
+            "second": lambda t: {"summary": None},
+        },
+        waiting=["second"],
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "second"
+    outputs = [e["payload"]["outputs"] for e in of_type(run.events, "node.completed")
+               if e["nodeId"] == "first"]
+    assert outputs == [{"summary": "first ok", "posts": [
+        {"roomId": "all", "text": "hello", "mentions": ["second"]}]}]
+    assert [m.id for m in run.messages] == ["team/first/1/0"]
+    assert "team/first/1/0" in run.transcript
+
+
+async def test_a_queued_member_whose_cap_is_spent_fails_the_run_with_turn_limit(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    council = make_council(
+        {
+            "ping": calls.handler(lambda t: reply("ping", say("all", "ping", "pong"))),
+            "pong": calls.handler(lambda t: reply("pong", say("all", "pong", "ping"))),
+        },
+        waiting=["pong"],
+        options={"pong": {"max_turns": 2}},
+        max_turns_per_member=1,
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.result is None
+    assert run.error is not None and run.error["code"] == "TEAM_TURN_LIMIT"
+    assert "ping" in run.error["message"]
+    assert calls.order == ["ping", "pong"]
+    events = list(run.events)
+    assert "run.completed" not in types(events)
+    assert events[-1]["type"] == "run.failed"
+    assert events[-1]["payload"]["failedNodeId"] == "ping"
+    # The turn was never dispatched: no node.started beyond the cap.
+    assert [e["nodeId"] for e in of_type(events, "node.started")
+            if e["payload"].get("typeId") == "council.member"] == ["ping", "pong"]
+    # Every conversation still closes before the run ends.
+    assert types(events)[-4:] == ["conversation.closed", "node.resumed", "node.completed",
+                                  "run.failed"]
+
+
+async def test_a_script_running_out_fails_with_script_exhausted(make_council: MakeCouncil,
+                                                               db_path: Path) -> None:
+    council = make_council(
+        {
+            "boss": [
+                {"summary": "1", "posts": [{"room": "all", "text": "one", "mentions": ["bot"]}]},
+                {"summary": "2", "posts": [{"room": "all", "text": "two", "mentions": ["bot"]}]},
+            ],
+            "bot": [
+                {"summary": "first", "posts": [{"room": "all", "text": "ok",
+                                                "mentions": ["boss"]}]},
+            ],
+        },
+        waiting=["bot"],
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "bot"
+    (failed,) = of_type(run.events, "node.failed")
+    assert failed["nodeId"] == "bot"
+    assert failed["payload"]["error"]["code"] == "SCRIPT_EXHAUSTED"
+    assert "bot" in failed["payload"]["error"]["message"]
+    assert [m.id for m in run.messages] == ["team/boss/1/0", "team/bot/2/0", "team/boss/3/0"]
+
+
+async def test_a_raising_handler_fails_its_turn_cleanly(make_council: MakeCouncil,
+                                                        db_path: Path) -> None:
+    def explode(turn: Turn) -> Reply:
+        raise ValueError("boom in the handler")
+
+    async def fine(turn: Turn) -> Reply:
+        return reply("fine", say("all", "still here"))
+
+    council = make_council({"fine": fine, "explode": explode}, global_concurrency=2)
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "explode"
+    (failed,) = of_type(run.events, "node.failed")
+    error = failed["payload"]["error"]
+    assert error["code"]
+    assert "ValueError" in error["message"] and "boom in the handler" in error["message"]
+    assert "Traceback" not in str(list(run.events))
+    assert [m.id for m in run.messages] == ["team/fine/1/0"]
+
+
+async def test_an_async_handler_over_turn_timeout_fails_its_turn(make_council: MakeCouncil,
+                                                                 db_path: Path) -> None:
+    never = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def stuck(turn: Turn) -> Reply:
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return reply("unreachable")
+
+    council = make_council({"quick": lambda t: reply("quick"), "stuck": stuck},
+                           global_concurrency=2, options={"stuck": {"turn_timeout_ms": 50}})
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "stuck"
+    (failed,) = of_type(run.events, "node.failed")
+    assert failed["payload"]["error"]["code"] == "TIMEOUT"
+    assert "turn_timeout_ms" in failed["payload"]["error"]["message"]
+    assert cancelled == [True]
+    assert run.state.members["quick"].result == {"summary": "quick"}
+
+
+async def test_a_sync_handler_over_turn_timeout_fails_its_turn(make_council: MakeCouncil,
+                                                               db_path: Path) -> None:
+    release = threading.Event()
+
+    def stuck(turn: Turn) -> Reply:
+        release.wait(10)
+        return reply("late")
+
+    council = make_council({"stuck": stuck}, turn_timeout_ms=50)
+    try:
+        run = await council.arun(store=db_path, deterministic=True)
+    finally:
+        release.set()  # let the worker thread end
+
+    assert run.status == "failed"
+    (failed,) = of_type(run.events, "node.failed")
+    assert failed["payload"]["error"]["code"] == "TIMEOUT"
+    assert run.state.members["stuck"].result is None
+
+
+async def test_sync_handlers_run_off_the_event_loop(make_council: MakeCouncil,
+                                                    db_path: Path) -> None:
+    flag = threading.Event()
+    blocking_started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def blocking(turn: Turn) -> Reply:
+        loop.call_soon_threadsafe(blocking_started.set)
+        # Blocks its thread until the async batch-mate runs: only possible off the loop.
+        return reply("set" if flag.wait(5) else "loop was blocked")
+
+    async def setter(turn: Turn) -> Reply:
+        await wait_for(blocking_started, "the sync handler starting")
+        flag.set()
+        return reply("setter")
+
+    council = make_council({"blocking": blocking, "setter": setter}, global_concurrency=2)
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed"
+    assert run.state.members["blocking"].result == {"summary": "set"}
