@@ -208,9 +208,10 @@ class Run:
         engine = self._require_engine()
         # Drive on here only if this handle drove the run, or nobody does (it was waiting):
         # a run executing in another process keeps its own driver.
-        ours = self._task is not None and self._task.done()
         was_waiting = self.status == "waiting-input"
         message = await engine.post(entry)
+        # Checked after the post: it waits for a batch this handle drives to settle first.
+        ours = self._task is not None and self._task.done()
         if (ours or was_waiting) and self.status not in TERMINAL and \
                 self.status != "waiting-input":
             self._begin(start=False)
@@ -222,6 +223,17 @@ class Run:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self._require_engine().cancel(reason)
+
+    async def detach(self) -> None:
+        """Stop driving the run in this process and leave it resumable (nothing is appended).
+
+        Unlike :meth:`cancel`, the run does not end: a turn cut off here runs again as
+        ``attempt + 1`` on ``wop resume`` (or ``await run.resume()``). UIs call this on quit.
+        """
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def close(self, *, room: str | None = None, outcome: Any = None,
                     as_: str | None = None) -> None:
