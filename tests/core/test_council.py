@@ -1,0 +1,127 @@
+"""Decorator councils equal their TOML twins; the sync twin refuses to nest."""
+
+import asyncio
+import textwrap
+
+import pytest
+
+import wopdsl
+from wopdsl import Council, Post, Reply, Turn
+
+TOML = textwrap.dedent('''
+    [council]
+    id = "release-team"
+    version = 1
+    task = "Prepare a release note."
+    global_concurrency = 1
+    max_turns_per_member = 2
+    tail_messages = 3
+
+    [[rooms]]
+    id = "review"
+    members = ["writer", "reviewer"]
+
+    [[members]]
+    id = "writer"
+    role = "writer"
+    brief = "Draft the release note."
+
+    [[members]]
+    id = "reviewer"
+    role = "reviewer"
+    brief = "Check the draft."
+    initial_turn = false
+''')
+
+
+def decorated() -> Council:
+    council = Council("release-team", task="Prepare a release note.", max_turns_per_member=2,
+                      tail_messages=3)
+    council.room("review", members=["writer", "reviewer"])
+
+    @council.member(role="writer", brief="Draft the release note.")
+    def writer(turn: Turn) -> Reply:
+        if turn.turn == 1:
+            return Reply(summary="Review requested.", posts=[
+                Post(room="review", text=f"Please review: {turn.task}", mentions=["reviewer"])])
+        return Reply(summary=f"Finished {turn.task}: {turn.triggers[0].text}")
+
+    @council.member(role="reviewer", brief="Check the draft.", initial_turn=False)
+    async def reviewer(turn: Turn) -> dict:
+        asked = turn.triggers[0]
+        return {"summary": "Draft checked.", "posts": [
+            {"roomId": "review", "text": f"Reviewed {asked.id}: {asked.text}",
+             "mentions": ["writer"]}]}
+
+    return council
+
+
+def test_decorators_and_toml_give_identical_specs(tmp_path):
+    path = tmp_path / "team.toml"
+    path.write_text(TOML, encoding="utf-8")
+    assert wopdsl.load(path).spec == decorated().spec
+
+
+def test_export_round_trip_is_lossless(tmp_path):
+    council = decorated()
+    path = tmp_path / "exported.toml"
+    path.write_text(council.to_toml(), encoding="utf-8")
+    assert wopdsl.load(path).spec == council.spec
+
+
+def test_decorated_council_runs_the_published_example(tmp_path):
+    run = decorated().run(store=tmp_path / "runs.db")
+    assert run.status == "completed"
+    texts = [(m.sender, m.text) for m in run.messages]
+    assert texts == [
+        ("writer", "Please review: Prepare a release note."),
+        ("reviewer", "Reviewed team/writer/1/0: Please review: Prepare a release note."),
+    ]
+    assert run.result["agents"][0]["result"]["summary"].startswith("Finished")
+
+
+def test_bind_handlers_to_a_toml_council(tmp_path):
+    path = tmp_path / "team.toml"
+    path.write_text(TOML, encoding="utf-8")
+    council = wopdsl.load(path)
+    source = decorated()
+    council.bind("writer")(source.handlers["writer"])
+    council.bind("reviewer")(source.handlers["reviewer"])
+    assert council.run(store="memory:").status == "completed"
+
+
+def test_unbound_python_member_is_a_declaration_error(tmp_path):
+    path = tmp_path / "team.toml"
+    path.write_text(TOML, encoding="utf-8")
+    with pytest.raises(wopdsl.DeclarationError, match="without a handler"):
+        wopdsl.load(path).run(store="memory:")
+
+
+def test_loaded_council_takes_no_new_members(tmp_path):
+    path = tmp_path / "team.toml"
+    path.write_text(TOML, encoding="utf-8")
+    with pytest.raises(wopdsl.DeclarationError, match="no new rooms or members"):
+        wopdsl.load(path).room("extra", members=["writer"])
+
+
+def test_bad_decorator_declaration_lists_every_problem():
+    council = Council("bad", task="t", max_turns_per_member=0)
+    council.room("r", members=["ghost"])
+    with pytest.raises(wopdsl.DeclarationError) as info:
+        _ = council.spec
+    text = str(info.value)
+    assert "max_turns_per_member" in text
+
+
+def test_sync_run_refuses_inside_a_running_loop():
+    async def inside():
+        with pytest.raises(RuntimeError, match=r"await council\.arun\(\)"):
+            decorated().run(store="memory:")
+
+    asyncio.run(inside())
+
+
+async def test_start_returns_at_once_and_wait_finishes():
+    run = decorated().start(store="memory:")
+    assert run.status in {"pending", "running"}
+    assert await run.wait() == "completed"
