@@ -128,7 +128,11 @@ class Engine:
                 return self.state.status
             self._require_handlers()
             self._arm_deadline()
-            while True:
+        while True:
+            # The lock covers one batch at a time, so a human may post between batches.
+            async with self._lock:
+                if self.state.terminal:
+                    break
                 if self._deadline_passed():
                     self._time_out()
                     break
@@ -138,9 +142,7 @@ class Engine:
                         continue
                     break
                 await self._run_batch(batch)
-                if self.state.terminal:
-                    break
-            return self.state.status
+        return self.state.status
 
     async def post(self, entry: HumanInput) -> str | None:
         """Save a human's input (between batches); return the new message id, if any.
