@@ -1,0 +1,181 @@
+"""Human members (DESIGN.md §3, §13): waiting for input, replies, refusals, joining."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HUMAN, MakeCouncil
+from tests.engine.helpers import Calls, dispatch_order, of_type, reply, say, wait_for
+from wopdsl import Council, Reply, SqliteStore, Turn, ValidationError, attach
+
+
+def desk_council(make_council: MakeCouncil, calls: Calls) -> Council:
+    """writer asks the human on turn 1 and finishes on turn 2; reviewer waits to be asked."""
+
+    def writer(turn: Turn) -> Reply:
+        if turn.turn == 1:
+            return reply("asked", say("desk", "Which version?", "me"))
+        return reply(f"finished with {turn.triggers[0].text}")
+
+    return make_council(
+        {"writer": calls.handler(writer), "reviewer": calls.handler(), "me": HUMAN},
+        rooms={"desk": ["writer", "me"], "side": ["reviewer", "writer"],
+               "lounge": ["me", "reviewer"]},
+        waiting=["reviewer"],
+    )
+
+
+async def test_a_requested_human_turn_waits_for_input_then_a_reply_continues(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    run = await desk_council(make_council, calls).arun(store=db_path, deterministic=True)
+
+    assert run.status == "waiting-input"
+    assert run.waiting_for == ["me"]
+    assert run.result is None and run.error is None
+    assert calls.order == ["writer"]
+    assert run.events[-1]["type"] == "conversation.exchanged"
+
+    message_id = await run.reply("Version 2 @writer", room="desk")
+    status = await run.wait()
+
+    assert message_id == "team/me/2/0"
+    assert status == "completed"
+    assert run.status == "completed"
+    assert [(c.member, c.turn, c.triggers) for c in calls.log] == [
+        ("writer", 1, []), ("writer", 2, ["team/me/2/0"])]
+    assert calls.log[1].input.result == {
+        "summary": "asked", "posts": [{"roomId": "desk", "text": "Which version?",
+                                       "mentions": ["me"]}]}
+    assert [(m.id, m.sender, m.mentions) for m in run.messages] == [
+        ("team/writer/1/0", "writer", ["me"]),
+        ("team/me/2/0", "me", ["writer"]),
+    ]
+    me_started = [e for e in of_type(run.events, "node.started") if e.get("nodeId") == "me"]
+    assert [e["payload"]["triggers"] for e in me_started] == [["team/writer/1/0"]]
+    assert run.result is not None
+    assert run.result["agents"][2] == {"name": "me", "role": "me", "result": {
+        "summary": "Version 2 @writer",
+        "posts": [{"roomId": "desk", "text": "Version 2 @writer", "mentions": ["writer"]}]}}
+
+
+@pytest.mark.parametrize(
+    ("room", "text", "as_"),
+    [
+        ("side", "hello @writer", None),         # me is not a member of side
+        ("desk", "hello @reviewer", None),       # reviewer is not in desk
+        ("attic", "hello", None),                # no such room
+        ("desk", "hello @nobody", None),         # not a member at all
+        ("desk", "hello", "writer"),             # writer is not a human member
+        ("desk", "hello", "ghost"),              # not a member
+    ],
+)
+async def test_a_refused_reply_raises_validation_error_and_appends_nothing(
+    make_council: MakeCouncil, db_path: Path, room: str, text: str, as_: str | None
+) -> None:
+    calls = Calls()
+    run = await desk_council(make_council, calls).arun(store=db_path, deterministic=True)
+    before = len(run.events)
+
+    with pytest.raises(ValidationError) as caught:
+        await run.reply(text, room=room, as_=as_)
+
+    assert caught.value.code == "validation_error"
+    assert str(caught.value)
+    assert len(run.events) == before
+    assert run.status == "waiting-input"
+    # The run still takes a valid reply afterwards.
+    await run.reply("fine @writer", room="desk")
+    assert await run.wait() == "completed"
+
+
+async def test_a_refused_reply_through_a_fresh_handle_appends_nothing(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    council = desk_council(make_council, Calls())
+    run = await council.arun(store=db_path, deterministic=True)
+    other = attach(SqliteStore(db_path), run.run_id, council=council)
+    before = len(other.events)
+
+    with pytest.raises(ValidationError):
+        await other.reply("hello @reviewer", room="desk")
+
+    assert len(other.events) == before
+
+
+async def test_a_human_may_join_between_batches_and_its_mentions_queue_members(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    first_running = asyncio.Event()
+    release_first = asyncio.Event()
+
+    async def hold(turn: Turn) -> None:
+        if turn.member == "writer" and turn.turn == 1:
+            first_running.set()
+            await wait_for(release_first, "the test releasing the first turn")
+
+    council = make_council(
+        {"writer": calls.handler(lambda t: reply(f"w{t.turn}"), before=hold),
+         "reviewer": calls.handler(), "me": HUMAN},
+        rooms={"lounge": ["me", "reviewer", "writer"]},
+        waiting=["reviewer"],
+    )
+    run = council.start(store=db_path, deterministic=True)
+    await wait_for(first_running, "the first batch running")
+
+    # The human joins while a turn runs: the post waits for the batch to settle.
+    posting = asyncio.ensure_future(run.reply("@reviewer have a look", room="lounge"))
+    await asyncio.sleep(0.02)
+    assert not posting.done()
+    release_first.set()
+    message_id = await posting
+    status = await run.wait()
+
+    assert status == "completed", run.error
+    assert message_id == "team/me/2/0"
+    assert calls.order == ["writer", "reviewer"]
+    assert calls.of("reviewer")[0].triggers == ["team/me/2/0"]
+    assert dispatch_order(run.events) == ["writer", "me", "reviewer"]
+
+
+async def test_a_human_may_join_a_run_waiting_for_another_human(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    council = make_council(
+        {"lead": calls.handler(lambda t: reply("ask", say("all", "you two?", "ann"))),
+         "helper": calls.handler(), "ann": HUMAN, "bob": HUMAN},
+        waiting=["helper"],
+    )
+    run = await council.arun(store=db_path, deterministic=True)
+    assert run.waiting_for == ["ann"]
+
+    await run.reply("@helper please start", room="all", as_="bob")
+    assert await run.wait() == "waiting-input"
+
+    assert calls.order == ["lead", "helper"]
+    assert calls.of("helper")[0].triggers == ["team/bob/2/0"]
+    assert run.waiting_for == ["ann"]
+
+
+async def test_a_waiting_run_resumed_elsewhere_never_re_asks_the_human(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    council = desk_council(make_council, calls)
+    run = await council.arun(store=db_path, deterministic=True)
+    before = len(run.events)
+
+    again = council.open(run.run_id, SqliteStore(db_path))
+    assert await again.resume() == "waiting-input"
+    assert len(again.events) == before
+    assert calls.order == ["writer"]
+
+    await again.reply("v3 @writer", room="desk")
+    assert await again.wait() == "completed"
+    assert calls.order == ["writer", "writer"]
