@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
 
 from wopdsl._ids import MAX_SAFE_INT
 
@@ -37,6 +46,48 @@ PositiveSafeInt = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INT)]
 
 EngineKind = Literal["python", "script", "human"]
 """Who produces a member's turns."""
+
+
+def _plain_json(value: Any, where: str = "") -> Any:
+    """Return ``value`` as JSON data a TOML file can hold (lists, str keys), or raise.
+
+    TOML has no null and JSON has no dates or non-finite numbers, so both are refused here:
+    that keeps every valid spec exportable (load -> export -> load is lossless).
+    """
+    if value is None:
+        at = f" at {where}" if where else ""
+        raise ValueError(f"holds null{at}; TOML has no null, leave the key out instead")
+    if isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise ValueError(f"holds {value!r} at {where or 'the top'}; JSON numbers must be finite")
+    if isinstance(value, list | tuple):
+        return [_plain_json(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"has a non-string key {key!r}; JSON and TOML keys are strings")
+            out[key] = _plain_json(item, f"{where}.{key}")
+        return out
+    kind = type(value).__name__
+    raise ValueError(
+        f"holds a {kind} at {where or 'the top'}; only JSON data is allowed "
+        "(strings, numbers, booleans, arrays, tables; no dates or times)"
+    )
+
+
+def _optional_json(value: Any) -> Any:
+    return None if value is None else _plain_json(value)
+
+
+JsonData = Annotated[Any, AfterValidator(_optional_json)]
+"""Optional JSON data without nulls inside (``None`` itself means "no data")."""
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+"""A JSON object without nulls inside (TOML has no null)."""
 
 
 class _Frozen(BaseModel):
@@ -82,7 +133,7 @@ class RoomSpec(_Frozen):
     """Distinct member ids: all of them for a run-wide room, a subset for a team, two for a line."""
     title: StrictStr | None = None
     """Human-readable title, shown in UIs and on ``interrupt.requested``."""
-    turn_schema: dict[str, Any] | None = None
+    turn_schema: JsonObject | None = None
     """Optional JSON Schema every post's ``content`` (``{text, mentions}``) must satisfy."""
 
 
@@ -102,7 +153,7 @@ class ScriptStep(_Frozen):
 
     summary: StrictStr
     """The turn's summary (a Jinja2 template)."""
-    data: Any = None
+    data: JsonData = None
     """Optional JSON data returned with the result (strings are not rendered)."""
     posts: list[ScriptPost] = Field(default_factory=list)
     """Posts this turn makes."""
