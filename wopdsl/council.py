@@ -8,15 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError as PydanticValidationError
-
 from wopdsl._ids import Clock, FixedClock, new_run_id
 from wopdsl.agents.python import Handler
 from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
-from wopdsl.compile._validate import check_spec
 from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS, Engine, engine_for
-from wopdsl.errors import DeclarationError, Problem, RunNotFound
+from wopdsl.errors import DeclarationError, RunNotFound
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
 from wopdsl.store import EventStore, open_store
 
@@ -144,17 +141,10 @@ class Council:
             DeclarationError: every problem, with field paths.
         """
         if self._spec is None:
+            from wopdsl.declare.toml import spec_from_data
+
             data = {"council": self._settings, "rooms": self._rooms, "members": self._members}
-            try:
-                spec = CouncilSpec.model_validate(data)
-            except PydanticValidationError as exc:
-                raise DeclarationError([
-                    Problem(e["msg"], path=_path(e["loc"]), hint="fix the declaration")
-                    for e in exc.errors()
-                ]) from None
-            problems = check_spec(spec)
-            if problems:
-                raise DeclarationError(problems)
+            spec = spec_from_data(data, source=f"Council({self._settings.get('id')!r})")
             self._spec = spec
         return self._spec
 
@@ -179,10 +169,21 @@ class Council:
         return list(self.spec.members)
 
     def compile(self) -> CouncilGraph:
-        """Compile the declaration with its bound handlers."""
-        graph = compile_graph(self.spec, self.handlers, base_dir=self.base_dir,
-                              source=self.source)
-        return graph
+        """Compile the declaration with its bound handlers.
+
+        Raises:
+            DeclarationError: every problem, located in the council file when there is one.
+        """
+        try:
+            return compile_graph(self.spec, self.handlers, base_dir=self.base_dir,
+                                 source=self.source)
+        except DeclarationError as exc:
+            if self.source is None or not Path(self.source).is_file():
+                raise
+            from wopdsl.declare.toml import locate_problems
+
+            text = Path(self.source).read_text(encoding="utf-8")
+            raise DeclarationError(locate_problems(exc.problems, text, self.source)) from None
 
     def to_toml(self) -> str:
         """Return the declaration in the TOML file format (``wop export``)."""
@@ -294,13 +295,6 @@ def _qualname(fn: Callable[..., Any]) -> str:
     module = getattr(fn, "__module__", None) or "?"
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return f"{module}:{name}"
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def _refuse_inside_loop(name: str, instead: str) -> None:
