@@ -162,10 +162,13 @@ class Run:
         if self._task is not None:
             await asyncio.shield(self._task)
             return self.status
-        if self.status in TERMINAL:
+        # Read the status and the position together: another process may append in between.
+        state = self.state
+        status, after = state.status, state.last_sequence
+        if status in TERMINAL:
             # Nothing more will be appended: following the log would wait forever.
-            return self.status
-        async for _ in self._follow(self.state.last_sequence):
+            return status
+        async for _ in self._follow(after):
             pass
         return self.status
 
