@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import wopdsl.engine
-from wopdsl import Council, Run, RunStatus, attach
+from wopdsl import Council, Run, attach
 from wopdsl.cli._output import (
-    EXIT_FAILED,
     CommandError,
     LivePrinter,
     exit_code_for_status,
@@ -25,6 +22,7 @@ from wopdsl.cli._targets import (
     council_of_run,
     load_council,
 )
+from wopdsl.engine import fork
 
 T = TypeVar("T")
 
@@ -132,33 +130,17 @@ def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
     """``wop fork RUN --from SEQ``: a new run from the source's log up to SEQ, continued."""
-    fork: Any = getattr(wopdsl.engine, "fork", None)
-    if fork is None:
-        raise CommandError("NOT_IMPLEMENTED", "wop fork is not implemented yet in this "
-                           "version of wopdsl", hint="resume the run instead: "
-                           f"`wop{ctx.store_flag} resume {args.run}`", exit_code=EXIT_FAILED)
     council = _rebind(ctx, args.run, args.council)
     store = ctx.store()
-    last = store.last_sequence(args.run)
-    if not 0 <= args.from_ <= last:
-        raise CommandError("validation_error", f"--from {args.from_} is outside run "
-                           f"{args.run} (sequences 0..{last})",
-                           hint=f"see the sequences with `wop{ctx.store_flag} events {args.run}`")
     printer = LivePrinter(ctx.out, quiet=args.json)
 
     async def go() -> int:
-        new_id = fork(store, args.run, args.from_, mode=args.mode, graph=council.compile(),
-                      run_id=args.run_id)
-        if inspect.isawaitable(new_id):
-            new_id = await new_id
-        run = council.open(str(new_id), store)
+        new_id = fork(store, args.run, args.from_, mode=args.mode, run_id=args.run_id)
+        run = council.open(new_id, store)
         if not args.json:
-            print(f"run {run.run_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
+            print(f"run {new_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
                   f"store {ctx.store_target})", file=ctx.out, flush=True)
-        status: RunStatus = run.status
-        if status not in ("completed", "failed", "cancelled", "waiting-input"):
-            await follow_while(run, printer, run.resume())
+        await follow_while(run, printer, run.resume())
         return finish(ctx, run, printer, as_json=args.json)
 
     return asyncio.run(go())
-

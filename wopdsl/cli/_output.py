@@ -142,6 +142,9 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                 summary = "(no turn)"
             text = f"  {member.id} ({member.role}): {summary}"
             print(text.replace("\n", "\n    "), file=out)
+    for divergence in state.divergences:
+        print(f"replay diverged from {divergence.get('sourceRunId')} at "
+              f"#{divergence.get('atSequence')}: {divergence.get('divergenceKind')}", file=out)
     status = state.status
     events = state.last_sequence + 1
     print(f"\n{status}: run {run_id} ({events} events)", file=out, flush=True)
