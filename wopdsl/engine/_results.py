@@ -51,6 +51,8 @@ def post_problem(
         if target not in room.member_set:
             return (f"mention '@{target}' is not a member of room '{room_id}' "
                     f"({', '.join(room.members)})")
+    if not _is_unicode(text):
+        return "text is not valid Unicode (a lone surrogate, e.g. from undecodable bytes)"
     if state.rooms[room_id].closed:
         return f"the conversation of room '{room_id}' is closed"
     if room.check_content is not None:
@@ -101,11 +103,29 @@ def _check_output_size(result: dict[str, Any], limit: int, member_id: str) -> No
         len(p["text"]) + 32 * (1 + len(p["mentions"])) for p in result.get("posts", [])
     )
     if "data" not in result and estimate * 6 < limit:
+        if not _is_unicode(result["summary"]):
+            raise TurnError("RESULT_INVALID", f"{member_id}: summary is not valid Unicode "
+                            "(a lone surrogate)")
         return
-    size = len(json.dumps(result, ensure_ascii=False).encode())
+    try:
+        size = len(json.dumps(result, ensure_ascii=False, allow_nan=False).encode())
+    except (TypeError, ValueError, RecursionError) as exc:
+        # NaN, sets, objects, cycles, lone surrogates: the log could not store it.
+        raise TurnError("RESULT_INVALID",
+                        f"{member_id} returned a result that is not JSON data: {exc}") from None
     if size > limit:
         raise TurnError(
             "RESULT_INVALID",
             f"{member_id} returned {size} bytes, over max_output_bytes {limit}",
             {"bytes": size, "limit": limit},
         )
+
+
+def _is_unicode(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
