@@ -264,7 +264,9 @@ class CouncilState:
         room.messages.append(message)
         for target in mentions:
             if target in self.members:
-                self.queue.setdefault(target, []).append(message_id)
+                triggers = self.queue.setdefault(target, [])
+                if not triggers or triggers[-1] != message_id:  # "@x @x" triggers x once
+                    triggers.append(message_id)
 
     def _closed(self, event: RunEventDoc) -> None:
         room = self._room_of(event)
