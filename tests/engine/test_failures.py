@@ -271,3 +271,62 @@ async def test_sync_handlers_run_off_the_event_loop(make_council: MakeCouncil,
 
     assert run.status == "completed"
     assert run.state.members["blocking"].result == {"summary": "set"}
+
+
+def _cyclic() -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    data["self"] = data
+    return data
+
+
+NOT_JSON: dict[str, Any] = {
+    "NaN in data": {"summary": "x", "data": {"v": float("nan")}},
+    "infinity in data": reply("x", data=[float("inf")]),
+    "a set in data": {"summary": "x", "data": {1, 2}},
+    "a cycle in data": {"summary": "x", "data": _cyclic()},
+    "an object in data": {"summary": "x", "data": object()},
+    "lone surrogate in summary": reply("bad \ud800 summary"),
+    "lone surrogate in a post": reply("x", say("all", "bad \udcff text")),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_JSON))
+async def test_a_result_that_is_not_json_fails_the_turn_with_result_invalid(
+    make_council: MakeCouncil, db_path: Path, case: str
+) -> None:
+    bad = NOT_JSON[case]
+    council = make_council(
+        {"fine": lambda t: reply("fine", say("all", "ok")), "odd": lambda t: bad},
+        global_concurrency=2,
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "odd"
+    (failed,) = of_type(run.events, "node.failed")
+    assert failed["payload"]["error"]["code"] == "RESULT_INVALID"
+    assert [m.id for m in run.messages] == ["team/fine/1/0"]
+    assert run.events[-1]["type"] == "run.failed"
+
+
+async def test_a_turn_input_over_max_input_bytes_fails_the_turn(make_council: MakeCouncil,
+                                                               db_path: Path) -> None:
+    calls = Calls()
+    council = make_council(
+        {"loud": calls.handler(lambda t: reply("loud", say("all", "z" * 5000, "small"))),
+         "small": calls.handler()},
+        waiting=["small"],
+        options={"small": {"max_input_bytes": 1024}},
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "small"
+    assert calls.order == ["loud"]  # the handler never saw the oversized input
+    (failed,) = of_type(run.events, "node.failed")
+    assert failed["payload"]["error"]["code"]
+    assert "max_input_bytes" in failed["payload"]["error"]["message"]

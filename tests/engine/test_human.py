@@ -72,6 +72,7 @@ async def test_a_requested_human_turn_waits_for_input_then_a_reply_continues(
         ("desk", "hello @nobody", None),         # not a member at all
         ("desk", "hello", "writer"),             # writer is not a human member
         ("desk", "hello", "ghost"),              # not a member
+        ("desk", "bad \udcff bytes", None),     # not valid Unicode (undecodable argv)
     ],
 )
 async def test_a_refused_reply_raises_validation_error_and_appends_nothing(

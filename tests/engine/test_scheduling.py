@@ -383,3 +383,21 @@ async def test_the_published_example_with_decorators(db_path: Path) -> None:
     assert seen == ["writer", "reviewer", "writer"]
     assert [m.text for m in run.messages if m.sender == "reviewer"] == [REVIEWER_TEXT]
     assert [m.id for m in run.messages] == ["team/writer/1/0", "team/reviewer/2/0"]
+
+
+async def test_a_member_mentioned_twice_in_one_post_gets_that_message_once(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    council = make_council(
+        {"ann": calls.handler(lambda t: reply("a", say("all", "you, you", "rev", "rev"))),
+         "rev": calls.handler()},
+        waiting=["rev"],
+    )
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed"
+    assert calls.order == ["ann", "rev"]
+    assert calls.of("rev")[0].triggers == ["team/ann/1/0"]
+    assert [m.id for m in calls.of("rev")[0].input.messages] == ["team/ann/1/0"]
