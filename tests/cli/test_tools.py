@@ -110,6 +110,14 @@ def test_tui_without_the_extra(wop: Wop, tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_tui_hands_the_target_and_store_to_the_tui_package(wop: Wop, tmp_path: Path) -> None:
+    # An unknown run is refused by wopdsl_tui.run_app before any screen is drawn.
+    done = wop("tui", "ghost-run", "--store", "elsewhere.db")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error[RUN_NOT_FOUND]: run ghost-run not found")
+    assert "Traceback" not in done.stderr
+
+
 def test_fork_branches_from_a_sequence(wop: Wop, tmp_path: Path, release_team: Path) -> None:
     assert wop("run", str(release_team), "--run-id", "src").returncode == 0
 
@@ -193,3 +201,12 @@ def test_help_and_version(wop: Wop) -> None:
                     "rooms", "runs", "export", "schema", "capabilities", "tui", "fork"):
         assert command in done.stdout
     assert wop("--version").stdout.startswith("wop (wopdsl) ")
+
+
+def test_the_wop_console_script(tmp_path: Path, release_team: Path) -> None:
+    script = Path(sys.executable).parent / "wop"
+    assert script.is_file(), "pip install -e . installs the `wop` entry point"
+    done = subprocess.run([str(script), "run", str(release_team), "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"

@@ -188,12 +188,14 @@ def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:
     try:
         importlib.import_module("textual")
         tui: Any = importlib.import_module("wopdsl_tui")
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in ("textual", "wopdsl_tui"):
+            raise
         raise CommandError("TUI_MISSING", TUI_MISSING,
                            hint="the terminal UI ships as an optional extra") from None
-    entry = getattr(tui, "run_app", None) or getattr(tui, "main", None)
-    if entry is None:
-        raise CommandError("TUI_MISSING", "the installed wopdsl_tui has no run_app() entry",
-                           hint="reinstall: pip install 'wopdsl[tui]'")
-    result = entry(args.target, store=ctx.store_arg)
+    options: dict[str, Any] = {"store": ctx.store_arg}
+    if args.max_participants is not None:
+        options["max_participants"] = args.max_participants
+    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None).
+    result = tui.run_app(args.target, **options)
     return int(result or 0)

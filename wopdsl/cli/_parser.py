@@ -137,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
+    cmd.add_argument("--max-participants", type=_participants, metavar="N",
+                     help="most agent participants per room of a started run")
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
     cmd.add_argument("run", metavar="RUN")
