@@ -1,0 +1,17 @@
+"""Drive councils from Jupyter: rich run display, a live view, a reply box.
+
+``import wopdsl`` never loads this package; ``Run._repr_html_``, ``Run._repr_markdown_`` and
+``Run.show()`` do, and IPython/ipywidgets load only when a view is shown.
+
+Example:
+    >>> council = wopdsl.load("councils/release-team.toml")
+    >>> run = await council.arun()      # top-level await in a notebook cell
+    >>> run                             # rooms, messages, roster, status
+    >>> run = council.start()           # returns at once; the run goes on in the background
+    >>> run.show()                      # a live view, updated as events arrive
+"""
+
+from wopdsl.jupyter.live import INSTALL_HINT, LiveView, show
+from wopdsl.jupyter.render import run_html, run_markdown
+
+__all__ = ["INSTALL_HINT", "LiveView", "run_html", "run_markdown", "show"]

@@ -1,0 +1,114 @@
+"""Private: the live view's reply box (ipywidgets) that posts as a human member."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from typing import TYPE_CHECKING, Any
+
+from wopdsl.errors import WopError
+
+if TYPE_CHECKING:
+    from wopdsl.run import Run
+
+_ERROR_STYLE = "color:#b91c1c;white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)"
+
+
+class ReplyBox:
+    """A text field, a room (and member) picker, a Send button and an error line.
+
+    Send calls ``run.reply`` in a task on the running loop. A refused post
+    (``ValidationError``) shows its reason in the error line and keeps the typed text; an
+    accepted one clears both.
+    """
+
+    def __init__(self, run: Run, humans: list[str], rooms: dict[str, list[str]], *,
+                 widgets: Any) -> None:
+        w = widgets
+        self.run = run
+        self.rooms = rooms
+        self.text = w.Text(placeholder="Message — @member mentions", description="",
+                           layout=w.Layout(flex="1 1 auto", width="auto"))
+        self.member = w.Dropdown(options=humans, value=humans[0], description="as",
+                                 layout=w.Layout(width="auto"))
+        self.member.layout.display = "" if len(humans) > 1 else "none"
+        self.room = w.Dropdown(options=rooms[humans[0]], description="room",
+                               layout=w.Layout(width="auto"))
+        self.button = w.Button(description="Send", button_style="primary", icon="paper-plane")
+        self.error = w.HTML(value="")
+        self.sent: list[str] = []
+        """Ids of the messages sent from this box."""
+        self.pending: asyncio.Task[str | None] | None = None
+        """The post in progress (after a click)."""
+        self.widget = w.VBox([w.HBox([self.member, self.room, self.text, self.button]),
+                              self.error])
+        self.member.observe(self._member_changed, names="value")
+        self.button.on_click(self._clicked)
+        self._room_chosen = False
+        self.room.observe(self._room_picked, names="value")
+
+    def set_open(self, is_open: bool, *, waiting: tuple[str, ...] = ()) -> None:
+        """Enable the box while the run can take input; pick the room a waiting human is in."""
+        self.button.disabled = not is_open or (self.pending is not None
+                                               and not self.pending.done())
+        self.text.disabled = not is_open
+        if waiting and not self._room_chosen and self.member.value in waiting:
+            room = self._waiting_room(self.member.value)
+            if room is not None and room in self.room.options:
+                self.room.value = room
+                self._room_chosen = False
+
+    def _waiting_room(self, member: str) -> str | None:
+        state = self.run.state
+        for message_id in reversed(state.queue.get(member, [])):
+            message = state.messages.get(message_id)
+            if message is not None:
+                return message.room
+        return None
+
+    def _member_changed(self, change: dict[str, Any]) -> None:
+        self.room.options = self.rooms.get(change["new"], [])
+
+    def _room_picked(self, change: dict[str, Any]) -> None:
+        self._room_chosen = True
+
+    def _clicked(self, _button: Any) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._show_error("no running event loop: use await run.reply(...) instead")
+            return
+        self.pending = loop.create_task(self.send())
+
+    async def send(self) -> str | None:
+        """Post the typed text as the chosen member in the chosen room.
+
+        Returns:
+            The saved message id, or ``None`` when nothing was sent (the reason is shown).
+        """
+        text = self.text.value
+        if not text.strip():
+            self._show_error("type a message first (use @member to ask someone)")
+            return None
+        self.button.disabled = True
+        try:
+            message_id = await self.run.reply(text, room=self.room.value,
+                                              as_=self.member.value)
+        except WopError as exc:
+            self._show_error(exc.render())
+            return None
+        except Exception as exc:
+            # A click has no caller to raise to: the error line is the only place to say it.
+            self._show_error(f"{type(exc).__name__}: {exc}")
+            return None
+        finally:
+            self.button.disabled = False
+        self.text.value = ""
+        self.error.value = ""
+        if message_id is not None:
+            self.sent.append(message_id)
+        return message_id
+
+    def _show_error(self, text: str) -> None:
+        self.error.value = (f'<div class="wop-reply-error" style="{_ERROR_STYLE}">'
+                            f"{html.escape(text)}</div>")

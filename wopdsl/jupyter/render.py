@@ -1,0 +1,345 @@
+"""Render a run as HTML (Jupyter) or Markdown (other front-ends), from the public Run API.
+
+Both renderers read one :class:`RunView`, built from a single catch-up of ``run.state`` (the
+fold of the run's events; the same facts ``run.snapshot()`` reports). Every piece of user
+text is escaped: ``html.escape`` for HTML, HTML entities plus backslashes for Markdown.
+
+Example:
+    >>> from wopdsl.jupyter.render import run_html
+    >>> html = run_html(run)            # what ``display(run)`` shows
+    >>> "completed" in html
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from wopdsl.engine.state import CouncilState
+    from wopdsl.run import Run
+
+__all__ = ["MemberRow", "MessageRow", "RoomSection", "RunView", "run_html", "run_markdown",
+           "run_view"]
+
+_MENTION_RE: Final = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{1,64})")
+_MD_SPECIAL: Final = re.compile(r"([\\`*_\[\]{}#|~!])")
+
+_STATUS_COLOURS: Final = {
+    "pending": "#6b7280",
+    "running": "#2563eb",
+    "waiting-input": "#b45309",
+    "completed": "#15803d",
+    "failed": "#b91c1c",
+    "cancelled": "#6b7280",
+}
+_STATE_COLOURS: Final = {
+    "queued": "#6b7280",
+    "running": "#2563eb",
+    "waiting": "#b45309",
+    "done": "#15803d",
+    "failed": "#b91c1c",
+    "idle": "#9ca3af",
+}
+_MENTION_STYLE: Final = ("background:#dbeafe;color:#1e3a8a;border-radius:3px;padding:0 2px;"
+                         "font-weight:600")
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRow:
+    """One line of the roster."""
+
+    id: str
+    """The member id (its address)."""
+    role: str
+    """What the member does."""
+    engine: str
+    """``python``, ``script``, ``human`` ..."""
+    state: str
+    """``queued``, ``running``, ``waiting``, ``done``, ``failed`` or ``idle``."""
+    turns: int
+    """Turns taken."""
+    max_turns: int
+    """The member's turn cap."""
+    summary: str | None
+    """The summary of its last successful turn, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    """One saved message of a room."""
+
+    id: str
+    """``team/{sender}/{position}/{postIndex}``."""
+    sender: str
+    """Who posted it."""
+    text: str
+    """The message text (unescaped)."""
+    mentions: tuple[str, ...]
+    """Members it requested a turn from."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomSection:
+    """A room and its messages (possibly only the tail)."""
+
+    id: str
+    """The room id."""
+    members: tuple[str, ...]
+    """Its members, in declaration order."""
+    state: str
+    """``pending``, ``open`` or ``closed``."""
+    messages: tuple[MessageRow, ...]
+    """The messages shown, in saved order."""
+    hidden: int
+    """How many earlier messages were left out (``tail``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """Everything the renderers show, read once from the run."""
+
+    run_id: str
+    """The run id."""
+    council: str
+    """The council id (``workflowId``)."""
+    status: str
+    """The run status (``RunSnapshot`` names)."""
+    events: int
+    """How many events the log holds."""
+    roster: tuple[MemberRow, ...]
+    """Members in declaration order."""
+    rooms: tuple[RoomSection, ...]
+    """Rooms in declaration order."""
+    waiting_for: tuple[str, ...]
+    """Human members whose turn is requested."""
+    error: dict[str, Any] | None
+    """``{code, message}`` when the run failed."""
+
+
+def run_view(run: Run, *, tail: int | None = None) -> RunView:
+    """Read what the renderers show from ``run``, from one catch-up of its folded state.
+
+    One read keeps the view consistent (status, roster, rooms and event count describe the
+    same position in the log) even while another process appends. Names follow the
+    ``RunSnapshot`` of ``run.snapshot()``.
+
+    Args:
+        run: The run handle.
+        tail: Show at most this many messages per room (the latest); ``None`` shows all.
+    """
+    state = run.state
+    roster = []
+    for member_id, member in state.members.items():
+        result = member.result if isinstance(member.result, dict) else {}
+        summary = result.get("summary")
+        roster.append(MemberRow(
+            id=member_id, role=member.role, engine=member.engine,
+            state=_phase(state, member_id), turns=member.turns, max_turns=member.cap,
+            summary=summary if isinstance(summary, str) else None))
+    rooms = []
+    for room_id, room in state.rooms.items():
+        messages = room.messages
+        shown = messages if tail is None or len(messages) <= tail else messages[-tail:]
+        rooms.append(RoomSection(
+            id=room_id, members=room.members,
+            state="closed" if room.closed else ("open" if room.opened else "pending"),
+            messages=tuple(MessageRow(id=m.id, sender=m.sender, text=m.text,
+                                      mentions=tuple(m.mentions)) for m in shown),
+            hidden=len(messages) - len(shown)))
+    status = state.status
+    return RunView(
+        run_id=run.run_id, council=state.workflow_id, status=status,
+        events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
+        waiting_for=tuple(state.waiting_for),
+        error=dict(state.error) if state.error and status == "failed" else None)
+
+
+def _phase(state: CouncilState, member_id: str) -> str:
+    """A member's state, as ``run.snapshot()["nodeStates"][member]["status"]`` names it."""
+    member = state.members[member_id]
+    if member_id in state.inflight:
+        return "running"
+    if member_id in state.queue:
+        return "waiting" if member.human else "queued"
+    if member.failed:
+        return "failed"
+    return "done" if member.turns else "idle"
+
+
+# -- HTML ------------------------------------------------------------------------------------
+
+
+def run_html(run: Run, *, tail: int | None = None) -> str:
+    """Render ``run`` as a self-contained HTML fragment (``Run._repr_html_``).
+
+    Shows the status line (with the error code when the run failed), the roster (state and
+    turns used of each member) and one section per room with its messages; mentions are
+    highlighted and every piece of user text is escaped.
+
+    Args:
+        run: The run handle.
+        tail: Show at most this many messages per room (the latest); ``None`` shows all.
+
+    Returns:
+        An HTML ``<div>``.
+    """
+    return view_html(run_view(run, tail=tail))
+
+
+def view_html(view: RunView) -> str:
+    """Render an already-read :class:`RunView` as HTML."""
+    e = html.escape
+    colour = _STATUS_COLOURS.get(view.status, "#6b7280")
+    out = [
+        f'<div class="wop-run" data-run-id="{e(view.run_id)}" data-status="{e(view.status)}" '
+        'style="font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;'
+        'line-height:1.45">',
+        '<div class="wop-head" style="margin-bottom:4px">'
+        f'council <b>{e(view.council)}</b> · run <code>{e(view.run_id)}</code> · '
+        f'<span class="wop-status" style="color:#fff;background:{colour};border-radius:9px;'
+        f'padding:1px 8px;font-weight:600">{e(view.status)}</span> · '
+        f'<span class="wop-events">{view.events} events</span></div>',
+    ]
+    if view.error:
+        code = e(str(view.error.get("code", "UNKNOWN")))
+        message = e(str(view.error.get("message", "run failed")))
+        out.append('<div class="wop-error" style="color:#b91c1c;font-weight:600;'
+                   f'white-space:pre-wrap">error[{code}]: {message}</div>')
+    if view.status == "waiting-input" and view.waiting_for:
+        names = ", ".join(f"<b>{e(m)}</b>" for m in view.waiting_for)
+        out.append(f'<div class="wop-waiting" style="color:#b45309">waiting for input from '
+                   f'{names} — reply with <code>await run.reply("…", room=…)</code></div>')
+    out.append(_roster_html(view.roster))
+    for room in view.rooms:
+        out.append(_room_html(room))
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _roster_html(roster: tuple[MemberRow, ...]) -> str:
+    e = html.escape
+    cell = 'style="text-align:left;padding:1px 10px 1px 0;vertical-align:top"'
+    rows = [f'<table class="wop-roster" style="border-collapse:collapse;margin:4px 0">'
+            f"<thead><tr><th {cell}>member</th><th {cell}>role</th><th {cell}>state</th>"
+            f"<th {cell}>turns</th><th {cell}>last result</th></tr></thead><tbody>"]
+    for m in roster:
+        colour = _STATE_COLOURS.get(m.state, "#6b7280")
+        human = ' <span title="human member">(human)</span>' if m.engine == "human" else ""
+        summary = e(m.summary) if m.summary is not None else ""
+        rows.append(
+            f'<tr class="wop-member" data-member="{e(m.id)}" data-state="{e(m.state)}">'
+            f"<td {cell}><b>{e(m.id)}</b>{human}</td><td {cell}>{e(m.role)}</td>"
+            f'<td {cell}><span style="color:{colour};font-weight:600">{e(m.state)}</span></td>'
+            f"<td {cell}>{m.turns}/{m.max_turns}</td>"
+            f'<td {cell}><span style="white-space:pre-wrap">{summary}</span></td></tr>')
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+def _room_html(room: RoomSection) -> str:
+    e = html.escape
+    count = len(room.messages) + room.hidden
+    head = (f'<section class="wop-room" data-room="{e(room.id)}" style="margin-top:6px">'
+            f'<div style="font-weight:600;border-bottom:1px solid #e5e7eb">room {e(room.id)} '
+            f'<span style="font-weight:400;color:#6b7280">({e(", ".join(room.members))}) · '
+            f"{e(room.state)} · {count} message{'' if count == 1 else 's'}</span></div>")
+    parts = [head]
+    if room.hidden:
+        parts.append(f'<div style="color:#6b7280">… {room.hidden} earlier '
+                     f"message{'' if room.hidden == 1 else 's'}</div>")
+    if not count:
+        parts.append('<div style="color:#9ca3af">no messages yet</div>')
+    for m in room.messages:
+        mentions = " ".join(_mention_html(name) for name in m.mentions)
+        parts.append(
+            f'<div class="wop-msg" data-id="{e(m.id)}" style="margin:2px 0">'
+            f'<b class="wop-sender">{e(m.sender)}</b> '
+            f'<code class="wop-id" style="color:#9ca3af;font-size:11px">{e(m.id)}</code>'
+            f"{' ' + mentions if mentions else ''}: "
+            f'<span class="wop-text" style="white-space:pre-wrap">'
+            f"{_highlight(m.text, m.mentions)}</span></div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _mention_html(name: str) -> str:
+    return f'<span class="wop-mention" style="{_MENTION_STYLE}">@{html.escape(name)}</span>'
+
+
+def _highlight(text: str, mentions: tuple[str, ...]) -> str:
+    """Escape ``text`` and highlight its ``@member`` words that are real mentions."""
+    escaped = html.escape(text)
+    if not mentions:
+        return escaped
+    wanted = set(mentions)
+
+    def mark(match: re.Match[str]) -> str:
+        name = match.group(1)
+        core = name.rstrip(".")
+        if core not in wanted:
+            return match.group(0)
+        return _mention_html(core) + name[len(core):]
+
+    # Member ids use only [A-Za-z0-9._-], which html.escape leaves alone.
+    return _MENTION_RE.sub(mark, escaped)
+
+
+# -- Markdown --------------------------------------------------------------------------------
+
+
+def run_markdown(run: Run, *, tail: int | None = None) -> str:
+    """Render ``run`` as Markdown (``Run._repr_markdown_``) for front-ends without HTML.
+
+    Args:
+        run: The run handle.
+        tail: Show at most this many messages per room (the latest); ``None`` shows all.
+
+    Returns:
+        CommonMark text: status line, error, roster table, one section per room.
+    """
+    return view_markdown(run_view(run, tail=tail))
+
+
+def view_markdown(view: RunView) -> str:
+    """Render an already-read :class:`RunView` as Markdown."""
+    md = _md
+    lines = [f"council **{md(view.council)}** · run {_code(view.run_id)} · "
+             f"**{md(view.status)}** · {view.events} events", ""]
+    if view.error:
+        lines += [f"> **error\\[{md(str(view.error.get('code', 'UNKNOWN')))}\\]**: "
+                  f"{md(str(view.error.get('message', 'run failed')))}", ""]
+    if view.status == "waiting-input" and view.waiting_for:
+        names = ", ".join(f"**{md(m)}**" for m in view.waiting_for)
+        lines += [f"waiting for input from {names} — reply with "
+                  '`await run.reply("…", room=…)`', ""]
+    lines += ["| member | role | state | turns | last result |", "|---|---|---|---|---|"]
+    for m in view.roster:
+        human = " (human)" if m.engine == "human" else ""
+        lines.append(f"| **{md(m.id)}**{human} | {md(m.role)} | {md(m.state)} | "
+                     f"{m.turns}/{m.max_turns} | {md(m.summary or '')} |")
+    for room in view.rooms:
+        count = len(room.messages) + room.hidden
+        lines += ["", f"#### room {md(room.id)} ({md(', '.join(room.members))}) · "
+                      f"{md(room.state)} · {count} message{'' if count == 1 else 's'}", ""]
+        if room.hidden:
+            lines.append(f"- … {room.hidden} earlier message{'' if room.hidden == 1 else 's'}")
+        if not count:
+            lines.append("_no messages yet_")
+        for msg in room.messages:
+            mentions = "".join(f" **@{md(name)}**" for name in msg.mentions)
+            lines.append(f"- **{md(msg.sender)}** {_code(msg.id)}{mentions}: {md(msg.text)}")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    """Escape ``text`` for inline Markdown: HTML entities, punctuation, hard line breaks."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return escaped.replace("\r\n", "\n").replace("\n", "<br>")
+
+
+def _code(text: str) -> str:
+    return f"`{text}`" if "`" not in text and "\n" not in text else _md(text)
