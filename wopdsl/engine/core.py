@@ -136,7 +136,14 @@ class Engine:
                 if self._deadline_passed():
                     self._time_out()
                     break
-                batch = self._next_batch()
+                base = self.state.last_sequence
+                try:
+                    batch = self._next_batch()
+                except StoreConflict:
+                    # Another process saved human input first: plan again on top of it.
+                    if self._only_human_input_since(base, []):
+                        continue
+                    raise
                 if batch is None:
                     if self.state.status == "waiting-input" and self.supply_input():
                         continue
@@ -254,6 +261,19 @@ class Engine:
             await asyncio.gather(*pending, return_exceptions=True)
         timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
         outcomes = [timed_out if task in pending else task.result() for task in tasks]
+        base = self.state.last_sequence
+        while True:
+            try:
+                self._settle(batch, outcomes, timed_out=bool(pending))
+                return
+            except StoreConflict:
+                # Another process saved human input while the batch ran: settle after it.
+                if not self._only_human_input_since(base, batch):
+                    raise
+                base = self.state.last_sequence
+
+    def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
+                *, timed_out: bool) -> None:
         failure: tuple[str, TurnError] | None = None
         for inflight, outcome in zip(batch, outcomes, strict=True):
             member = inflight.member
@@ -271,7 +291,7 @@ class Engine:
                 self._exchange(post["roomId"], message_id(member, inflight.position, index),
                                member, post["text"], post["mentions"], human=False)
         self.after_settle(batch)
-        if pending:
+        if timed_out:
             self._time_out()
         elif failure is not None:
             member, error = failure
@@ -279,6 +299,29 @@ class Engine:
                        f"{error.message}", member, details={"nodeError": error.code})
         # Completions of one settled batch share one transaction (and one commit).
         self._flush()
+
+    def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
+        """After a conflict (state re-folded), whether this driver may carry on.
+
+        True when others appended only human posts since ``base`` and left ``batch`` in
+        flight (a human joined from another process, e.g. ``wop reply`` or the TUI).
+        """
+        if self.state.terminal:
+            return False
+        for inflight in batch:
+            now = self.state.inflight.get(inflight.member)
+            if now is None or (now.position, now.attempt) != (inflight.position,
+                                                              inflight.attempt):
+                return False  # another driver took the turn over
+        for event in self.store.read(self.run_id, base):
+            node = event.get("nodeId", "")
+            if event["type"] == "conversation.exchanged":
+                if event["payload"].get("turn", {}).get("role") != "user":
+                    return False
+            elif event["type"] not in {"node.started", "node.completed"} or not (
+                    node in self.graph.members and self.graph.members[node].human):
+                return False
+        return True
 
     async def _take_turn(self, inflight: Inflight) -> dict[str, Any] | TurnError:
         member = self.graph.members[inflight.member]
