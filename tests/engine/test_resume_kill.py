@@ -62,7 +62,7 @@ def wait_until(proc: subprocess.Popen[str], db: Path, run_id: str,
             try:
                 if ready(read(db, run_id)):
                     return
-            except Exception:  # noqa: BLE001 - the file may be mid-creation; poll again.
+            except Exception:  # the file may be mid-creation: poll again
                 pass
         time.sleep(0.003)
     proc.kill()
