@@ -140,7 +140,7 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                 summary = "(failed)"
             else:
                 summary = "(no turn)"
-            text = f"  {member.id} ({member.role}): {summary}"
+            text = f"  {member.id} ({member.role}): {summary.rstrip()}"
             print(text.replace("\n", "\n    "), file=out)
     for divergence in state.divergences:
         print(f"replay diverged from {divergence.get('sourceRunId')} at "
