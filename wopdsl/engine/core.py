@@ -254,7 +254,13 @@ class Engine:
 
     async def _run_batch(self, batch: list[Inflight]) -> None:
         tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
-        _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
+        try:
+            _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
+        except asyncio.CancelledError:
+            # The drive was stopped (Run.detach, cancel): its turns stop with it, unsaved.
+            for task in tasks:
+                task.cancel()
+            raise
         for task in pending:
             task.cancel()
         if pending:
