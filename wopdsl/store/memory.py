@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 
-from wopdsl.errors import StoreConflict
+from wopdsl.errors import EventInvalid, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.store.base import EventStore, RunInfo
 
@@ -25,7 +25,8 @@ class MemoryStore(EventStore):
 
     def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
         """Append atomically (see :meth:`EventStore.append`)."""
-        log = self._logs.setdefault(run_id, [])
+        # Look up without creating: a refused append must not list the run in runs().
+        log = self._logs.get(run_id, [])
         if len(log) != expected_sequence:
             raise StoreConflict(
                 f"run {run_id}: expected to append at sequence {expected_sequence}, "
@@ -33,13 +34,23 @@ class MemoryStore(EventStore):
                 hint="another writer is executing this run; attach to it instead of resuming",
             )
         self.check_expected(run_id, events, expected_sequence)
-        log.extend(json.dumps(e, ensure_ascii=False) for e in events)
+        # Encode every event before touching the log, so a bad one leaves the run unchanged.
+        try:
+            texts = [json.dumps(e, ensure_ascii=False, allow_nan=False) for e in events]
+        except (TypeError, ValueError) as exc:
+            raise EventInvalid(
+                f"run {run_id}: an event cannot be stored as JSON: {exc}",
+                hint="payloads must hold only JSON values (no NaN, sets, objects or cycles)",
+            ) from None
+        if texts:
+            self._logs.setdefault(run_id, log).extend(texts)
         self._notify()
 
     def read(self, run_id: str, after: int = -1) -> list[RunEventDoc]:
         """Return events with ``sequence > after``."""
         log = self._logs.get(run_id, [])
-        return [json.loads(text) for text in log[after + 1 :]]
+        # Clamp: a negative slice start would count from the end of the log.
+        return [json.loads(text) for text in log[max(after + 1, 0) :]]
 
     def runs(self) -> list[RunInfo]:
         """List runs in insertion order."""
@@ -74,15 +85,15 @@ class MemoryStore(EventStore):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._waiters.append((loop, future))
-        if self.last_sequence(run_id) > after:
-            return
         try:
-            await asyncio.wait_for(asyncio.shield(future), timeout=1.0)
-        except TimeoutError:
-            pass
+            if self.last_sequence(run_id) > after:
+                return
+            await asyncio.wait((future,), timeout=1.0)
+        finally:
+            # Drop our entry when nothing was appended, so idle subscribers don't pile up.
+            self._waiters = [w for w in self._waiters if w[1] is not future]
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-

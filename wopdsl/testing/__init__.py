@@ -1,0 +1,1 @@
+"""Testing helpers for wopdsl users: the pytest plugin and the store conformance suite."""
