@@ -1,0 +1,163 @@
+"""Run councils the way tests need: a fresh store, a fixed clock, deterministic ids.
+
+:class:`CouncilRunner` is what the pytest plugin's ``run_council`` fixture returns (and
+``arun_council`` is its :meth:`~CouncilRunner.arun`). It needs no pytest, so other runners
+can use it too::
+
+    runner = CouncilRunner(search_paths=[Path(__file__).parent])
+    run = runner("councils/release-team.toml", handlers={"writer": my_writer})
+    assert run.status == "completed"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from wopdsl import Council, CouncilSpec, EventStore, MemoryStore, Run, load, open_store
+from wopdsl.agents.python import Handler
+from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS
+
+__all__ = ["CouncilRunner", "CouncilSource", "StoreTarget"]
+
+CouncilSource = str | os.PathLike[str] | Council | CouncilSpec | Mapping[str, Any]
+"""A council file path, a ``Council``, a ``CouncilSpec``, or spec data (a dict)."""
+
+StoreTarget = str | os.PathLike[str] | EventStore | None
+"""Where a run is kept: ``None`` for a fresh in-memory store, else as ``open_store`` takes."""
+
+
+class CouncilRunner:
+    """Runs councils for tests, each on a fresh store with a fixed clock and predictable ids.
+
+    Call it (sync) or await :meth:`arun` (async). Handlers given per call replace the bound
+    ones; a handler for a ``script`` or ``human`` member turns that member into a ``python``
+    member for the run, so a test can stand in for a person or a script.
+
+    Args:
+        search_paths: Folders a relative council path is looked up in, in order (the
+            plugin passes the test file's folder and the pytest rootdir); the working
+            directory is tried last.
+    """
+
+    def __init__(self, search_paths: Iterable[str | os.PathLike[str]] = ()) -> None:
+        self.search_paths = [Path(p) for p in search_paths]
+        self._opened: list[EventStore] = []
+
+    def council(self, source: CouncilSource,
+                handlers: Mapping[str, Handler] | None = None) -> Council:
+        """Return a runnable copy of ``source`` with ``handlers`` bound (the input is untouched).
+
+        Raises:
+            FileNotFoundError: a relative path found in none of the search paths.
+            DeclarationError: the council is invalid.
+        """
+        if isinstance(source, Council):
+            base: Council = source
+        elif isinstance(source, CouncilSpec):
+            base = Council.from_spec(source)
+        elif isinstance(source, Mapping):
+            base = Council.from_spec(CouncilSpec.model_validate(source))
+        else:
+            base = load(self.resolve(source))
+        spec = base.spec
+        overrides = dict(handlers or {})
+        if any(m.id in overrides and m.engine != "python" for m in spec.members):
+            spec = spec.model_copy(update={"members": [
+                m.model_copy(update={"engine": "python", "script": None, "handler": None})
+                if m.id in overrides and m.engine != "python" else m
+                for m in spec.members
+            ]})
+        council = Council.from_spec(spec, source=base.source)
+        council.base_dir = base.base_dir
+        council.handlers.update(base.handlers)
+        council.handlers.update(overrides)
+        return council
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """Return the council file ``path`` names (absolute), trying each search path.
+
+        Raises:
+            FileNotFoundError: naming every place tried.
+        """
+        candidate = Path(path)
+        if candidate.is_absolute():
+            tried = [candidate]
+        else:
+            bases = [*self.search_paths, Path.cwd()]
+            tried = list(dict.fromkeys(base / candidate for base in bases))
+        for option in tried:
+            if option.is_file():
+                return option.resolve()
+        places = ", ".join(str(option) for option in tried)
+        raise FileNotFoundError(f"council file {os.fspath(path)!r} not found (tried {places})")
+
+    async def arun(self, source: CouncilSource, *, handlers: Mapping[str, Handler] | None = None,
+                   store: StoreTarget = None, run_id: str | None = None,
+                   deterministic: bool = True,
+                   max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
+        """Run a council until it completes, fails, or waits for human input.
+
+        Args:
+            source: A council file (relative paths use the search paths), a ``Council``, a
+                ``CouncilSpec`` or spec data.
+            handlers: Member id -> handler, replacing the bound handlers for this run.
+            store: Default: a fresh in-memory store. A path opens a SQLite file (closed by
+                :meth:`close`); a store object is used as is.
+            run_id: The run id (default: ``<council id>-1`` on a fresh store).
+            deterministic: Fixed clock and predictable ids (keep it on for snapshots).
+            max_participants: The host's roster limit per room.
+
+        Returns:
+            The run handle: ``run.status``, ``run.transcript``, ``run.events``, ``run.reply``.
+
+        Example:
+            >>> run = await runner.arun("councils/release-team.toml")
+            >>> run.status
+            'completed'
+        """
+        council = self.council(source, handlers)
+        target = self._store(store)
+        return await council.arun(target, run_id, deterministic=deterministic,
+                                  max_participants=max_participants)
+
+    def __call__(self, source: CouncilSource, *, handlers: Mapping[str, Handler] | None = None,
+                 store: StoreTarget = None, run_id: str | None = None, deterministic: bool = True,
+                 max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
+        """Synchronous :meth:`arun`; inside a running event loop it runs in a worker thread.
+
+        A run that waits for input is best driven from an async test (``arun_council``), where
+        ``await run.reply(...)`` continues it on the test's own loop.
+        """
+        council = self.council(source, handlers)
+        target = self._store(store)
+
+        def go() -> Run:
+            return asyncio.run(council.arun(target, run_id, deterministic=deterministic,
+                                            max_participants=max_participants))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return go()
+        # The test's loop is busy running this very call: give the council a loop of its own.
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run_council") as pool:
+            return pool.submit(go).result()
+
+    def _store(self, store: StoreTarget) -> EventStore:
+        if store is None:
+            return MemoryStore()
+        if isinstance(store, EventStore):
+            return store
+        opened = open_store(store)
+        self._opened.append(opened)
+        return opened
+
+    def close(self) -> None:
+        """Close the stores this runner opened from paths."""
+        while self._opened:
+            self._opened.pop().close()

@@ -1,0 +1,88 @@
+"""The ``wopdsl`` pytest plugin: council fixtures and snapshot files for council output.
+
+Installed with the package (entry point ``pytest11: wopdsl``), so no conftest is needed::
+
+    def test_release_team(run_council, snapshot):
+        run = run_council("councils/release-team.toml")
+        assert run.transcript == snapshot            # __snapshots__/<module>/test_release_team.txt
+
+Fixtures:
+    ``run_council``: a :class:`~wopdsl.testing.fixtures.CouncilRunner`; call it with a council
+    file, a ``Council``, a ``CouncilSpec`` or spec data to run it on a fresh store with a fixed
+    clock and deterministic ids (``handlers={"writer": fn}`` replaces bound handlers).
+    ``arun_council``: the same, awaitable, for async tests.
+    ``snapshot`` (when syrupy is installed): syrupy's fixture, except that a transcript goes to
+    a ``.txt`` file (:class:`~wopdsl.testing.snapshot.TranscriptSnapshot`) and ``run.events``
+    to a normalised ``.json`` file (:class:`~wopdsl.testing.snapshot.EventLogSnapshot`).
+
+syrupy is optional: without it (or with ``-p no:syrupy``) the council fixtures still work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from wopdsl.testing.fixtures import CouncilRunner
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
+    from wopdsl.run import Run
+
+__all__ = ["arun_council", "pytest_configure", "run_council"]
+
+_SNAPSHOT_PLUGIN = "wopdsl-snapshot"
+
+
+@pytest.fixture
+def run_council(request: pytest.FixtureRequest) -> Iterator[CouncilRunner]:
+    """Run a council on a fresh store with a fixed clock and deterministic ids.
+
+    ``run_council(source, handlers=None, store=None, run_id=None)`` returns the ``Run``
+    once it completes, fails or waits for human input. A relative council path is looked up
+    beside the test file, then under the pytest rootdir, then in the working directory.
+    """
+    runner = CouncilRunner(search_paths=[request.path.parent, request.config.rootpath])
+    yield runner
+    runner.close()
+
+
+@pytest.fixture
+def arun_council(run_council: CouncilRunner) -> Callable[..., Awaitable[Run]]:
+    """Run a council from an async test (awaitable twin of ``run_council``).
+
+    Example: ``run = await arun_council("councils/release-team.toml")``.
+    """
+    return run_council.arun
+
+
+class _SnapshotFixture:
+    """Registered after syrupy, so its ``snapshot`` wraps syrupy's own fixture."""
+
+    @pytest.fixture
+    def snapshot(self, snapshot: SnapshotAssertion) -> SnapshotAssertion:
+        """Return syrupy's ``snapshot``, storing transcripts and event logs in readable files."""
+        from wopdsl.testing.snapshot import CouncilSnapshotAssertion
+
+        return CouncilSnapshotAssertion(
+            session=snapshot.session,
+            extension_class=snapshot.extension_class,
+            test_location=snapshot.test_location,
+            update_snapshots=snapshot.update_snapshots,
+            include=snapshot.include,
+            exclude=snapshot.exclude,
+            matcher=snapshot.matcher,
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Add the council-aware ``snapshot`` fixture when syrupy is active."""
+    manager = config.pluginmanager
+    if not manager.has_plugin("syrupy") or manager.has_plugin(_SNAPSHOT_PLUGIN):
+        return
+    # Entry-point plugins are all registered by now; registering this one later puts its
+    # fixture after syrupy's, so it wins and can ask for syrupy's by the same name.
+    manager.register(_SnapshotFixture(), _SNAPSHOT_PLUGIN)
