@@ -37,7 +37,7 @@ def sqlite_store(db_path: Path) -> Iterator[SqliteStore]:
 def build_council(
     members: Mapping[str, MemberArg],
     *,
-    rooms: Mapping[str, Sequence[str]] | None = None,
+    rooms: Mapping[str, Sequence[str] | Mapping[str, Any]] | None = None,
     waiting: Sequence[str] = (),
     options: Mapping[str, Mapping[str, Any]] | None = None,
     task: str = "Ship it.",
@@ -49,7 +49,8 @@ def build_council(
     Args:
         members: Member id -> python handler (sync or async), ``HUMAN``, or a script (list
             of step dicts); declaration order is the mapping's order.
-        rooms: Room id -> member ids (default: one room ``all`` with every member).
+        rooms: Room id -> member ids, or -> ``{"members": [...], "turn_schema": ...}``
+            (default: one room ``all`` with every member).
         waiting: Members declared with ``initial_turn = false`` (humans always wait).
         options: Per-member extra declaration keys (``max_turns``, ``brief``, ...).
         task: The council task.
@@ -57,8 +58,11 @@ def build_council(
         **settings: ``[council]`` settings (``global_concurrency``, ``tail_messages`` ...).
     """
     council = Council(council_id, task=task, **settings)
-    for room_id, room_members in (rooms if rooms is not None else {"all": list(members)}).items():
-        council.room(room_id, members=list(room_members))
+    for room_id, room in (rooms if rooms is not None else {"all": list(members)}).items():
+        if isinstance(room, Mapping):
+            council.room(room_id, **room)
+        else:
+            council.room(room_id, members=list(room))
     for member_id, how in members.items():
         extra = dict((options or {}).get(member_id, {}))
         role = extra.pop("role", member_id)

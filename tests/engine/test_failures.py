@@ -330,3 +330,62 @@ async def test_a_turn_input_over_max_input_bytes_fails_the_turn(make_council: Ma
     (failed,) = of_type(run.events, "node.failed")
     assert failed["payload"]["error"]["code"]
     assert "max_input_bytes" in failed["payload"]["error"]["message"]
+
+
+SHORT_TEXT = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 5}}}
+
+
+async def test_a_post_breaking_the_rooms_turn_schema_is_result_invalid(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    council = make_council(
+        {"short": lambda t: reply("s", say("all", "ok")),
+         "long": lambda t: reply("l", say("all", "far too long"))},
+        rooms={"all": {"members": ["short", "long"], "turn_schema": SHORT_TEXT}},
+        global_concurrency=2)
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.state.failed_node == "long"
+    (failed,) = of_type(run.events, "node.failed")
+    assert failed["payload"]["error"]["code"] == "RESULT_INVALID"
+    assert "turn_schema" in failed["payload"]["error"]["message"]
+    assert [m.text for m in run.messages] == ["ok"]
+
+
+async def test_a_council_without_rooms_runs_and_refuses_posts(make_council: MakeCouncil,
+                                                              db_path: Path) -> None:
+    quiet = make_council({"one": lambda t: reply("alone"), "two": lambda t: reply("too")},
+                         rooms={})
+
+    run = await quiet.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed"
+    assert run.result is not None
+    assert [a["result"] for a in run.result["agents"]] == [{"summary": "alone"},
+                                                            {"summary": "too"}]
+    assert not [e for e in run.events if e["type"].startswith("conversation.")]
+
+    chatty = make_council({"one": lambda t: reply("x", say("all", "hello?"))}, rooms={})
+    failed = await chatty.arun(store=db_path, deterministic=True)
+    assert failed.status == "failed"
+    assert of_type(failed.events, "node.failed")[0]["payload"]["error"]["code"] == (
+        "RESULT_INVALID")
+
+
+async def test_a_room_over_max_participants_is_refused_before_anything_is_saved(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    from wopdsl import SqliteStore, ValidationError
+
+    council = make_council({"a": lambda t: reply("a"), "b": lambda t: reply("b"),
+                            "c": lambda t: reply("c")})
+
+    with pytest.raises(ValidationError) as caught:
+        await council.arun(store=db_path, run_id="crowded", max_participants=2)
+
+    assert "maxParticipants" in str(caught.value)
+    store = SqliteStore(db_path)
+    assert store.read("crowded") == []
+    store.close()

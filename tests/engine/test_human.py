@@ -180,3 +180,21 @@ async def test_a_waiting_run_resumed_elsewhere_never_re_asks_the_human(
     await again.reply("v3 @writer", room="desk")
     assert await again.wait() == "completed"
     assert calls.order == ["writer", "writer"]
+
+
+async def test_a_human_post_breaking_the_turn_schema_is_refused(make_council: MakeCouncil,
+                                                                db_path: Path) -> None:
+    council = make_council(
+        {"asker": lambda t: reply("ask", say("all", "yes?", "me")), "me": HUMAN},
+        rooms={"all": {"members": ["asker", "me"], "turn_schema": {
+            "type": "object", "properties": {"text": {"type": "string", "maxLength": 5}}}}})
+    run = await council.arun(store=db_path, deterministic=True)
+    before = len(run.events)
+
+    with pytest.raises(ValidationError) as caught:
+        await run.reply("this is far too long", room="all")
+
+    assert "turn_schema" in str(caught.value)
+    assert len(run.events) == before
+    await run.reply("ok", room="all")
+    assert await run.wait() == "completed"
