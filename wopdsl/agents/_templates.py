@@ -38,6 +38,15 @@ def compile_template(text: str) -> Renderer:
     """
     if not _is_template(text):
         return lambda _context: text
+    return _compile_jinja(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_jinja(text: str) -> Renderer:
+    # Cached by text: a compiled template is immutable and renders into a fresh context each
+    # call, so one can serve every step, member and compile() that uses the same text (a
+    # long script repeats a few templates; Jinja2 compiles one in about a millisecond).
+    # Syntax errors raise and are therefore never cached.
     from jinja2 import TemplateSyntaxError
 
     try:
