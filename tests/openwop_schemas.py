@@ -182,8 +182,17 @@ def load_schemas() -> OpenWopSchemas:
 
     root = find_schemas_dir()
     if root is None:
+        configured = os.environ.get(SCHEMAS_ENV)
+        where = (f"${SCHEMAS_ENV}={configured!r} holds no {_MARKER}" if configured
+                 else "no shared/openwop/schemas above " + str(Path(__file__).resolve().parent))
         pytest.skip(
-            "OpenWOP schemas not found: set $WOPDSL_OPENWOP_SCHEMAS to the directory holding "
-            "run-event.schema.json, or put shared/openwop/schemas beside the checkout"
+            f"OpenWOP schemas not found ({where}): set ${SCHEMAS_ENV} to the directory "
+            f"holding {_MARKER}, or put shared/openwop/schemas beside the checkout"
         )
     return _load(str(root))
+
+
+def maybe_schemas() -> OpenWopSchemas | None:
+    """Return the schemas when available, else ``None`` (for optional extra checks)."""
+    root = find_schemas_dir()
+    return None if root is None else _load(str(root))

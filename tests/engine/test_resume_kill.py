@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.resume_council import build
+from tests.openwop_schemas import maybe_schemas
 from wopdsl import SqliteStore, StoreConflict
 from wopdsl.engine import Engine
 from wopdsl.protocol.envelope import RunEventDoc
@@ -162,6 +163,9 @@ def check_resumed(db: Path, run_id: str, side: Path, before: list[RunEventDoc],
     # Every (member, turn) completed exactly once overall.
     completions = Counter(completed_turns(after))
     assert set(completions.values()) == {1}
+    schemas = maybe_schemas()
+    if schemas is not None:
+        schemas.check_events(after)
     return after
 
 
