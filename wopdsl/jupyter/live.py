@@ -66,13 +66,13 @@ class LiveView:
         """The ipywidgets container (``None`` in the fallback)."""
         self.failure: BaseException | None = None
         """An error that stopped the follower, also shown in the view."""
+        self._task: asyncio.Task[None] | None = None
+        self._html_widget: Any = None
+        self._handle: Any = None
+        self._shown_in: int | None = None
         self._widgets: Any = _import_widgets() if use_widgets is not False else None
         if use_widgets and self._widgets is None:
             raise ImportError(f"the live view's widgets need ipywidgets: {INSTALL_HINT}")
-        self._html_widget: Any = None
-        self._handle: Any = None
-        self._task: asyncio.Task[None] | None = None
-        self._shown_in: int | None = None
         self._reply = reply
         self._humans: list[str] = []
         if self._widgets is not None:
