@@ -29,9 +29,14 @@ class PythonAgent(MemberAgent):
     async def take_turn(self, turn: Turn) -> object:
         """Call the handler with the turn input."""
         if self._is_async:
-            return await self.handler(turn)  # type: ignore[misc]
-        # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns moving.
-        return await asyncio.to_thread(self.handler, turn)
+            result = await self.handler(turn)
+        else:
+            # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns moving.
+            result = await asyncio.to_thread(self.handler, turn)
+        # A sync wrapper (``lambda turn: work(turn)``) may hand back a coroutine: await it.
+        while inspect.isawaitable(result):
+            result = await result
+        return result
 
 
 def _is_async_callable(obj: object) -> bool:
