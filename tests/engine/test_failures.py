@@ -389,3 +389,17 @@ async def test_a_room_over_max_participants_is_refused_before_anything_is_saved(
     store = SqliteStore(db_path)
     assert store.read("crowded") == []
     store.close()
+
+
+async def test_a_sync_callable_returning_a_coroutine_is_awaited(make_council: MakeCouncil,
+                                                                db_path: Path) -> None:
+    async def real(turn: Turn) -> Reply:
+        await asyncio.sleep(0)
+        return reply(f"awaited {turn.member}")
+
+    council = make_council({"wrapped": lambda t: real(t)})
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed", run.error
+    assert run.state.members["wrapped"].result == {"summary": "awaited wrapped"}
