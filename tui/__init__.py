@@ -1,0 +1,57 @@
+"""wopdsl_tui: the Textual terminal UI for wopdsl councils (``wop tui``).
+
+Example:
+    >>> import wopdsl_tui
+    >>> wopdsl_tui.run_app("councils/advisory-board.toml")  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from wopdsl_tui.app import CouncilApp
+
+import wopdsl
+
+__all__ = ["CouncilApp", "run_app"]
+
+
+def run_app(target: str, store: str | None = None, *,
+            max_participants: int | None = None) -> int:
+    """Run the terminal UI on a council file (start a run) or a run id (attach to it).
+
+    Args:
+        target: A council file (``*.toml``) to start, or the id of a stored or running run.
+        store: The event store (SQLite path or ``memory:``); default ``$WOP_STORE`` or
+            ``.wop/runs.db``.
+        max_participants: The host's roster limit per room for a started run.
+
+    Returns:
+        The exit code: 0 when the UI closed, 2 when the target is invalid or unknown (the
+        error is printed to stderr as ``error[CODE]: ...``).
+    """
+    try:
+        source = _resolve(target, store)
+    except wopdsl.WopError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    app = CouncilApp(source, store=store, max_participants=max_participants)
+    result = app.run()
+    return result if isinstance(result, int) else 0
+
+
+def _resolve(target: str, store: str | None) -> wopdsl.Council | wopdsl.Run:
+    """Return the council a file declares, or a handle on the run ``target`` names."""
+    path = Path(target)
+    if target.endswith(".toml") or os.sep in target or path.is_file():
+        return wopdsl.load(path)
+    where = store or os.environ.get("WOP_STORE") or wopdsl.store.DEFAULT_STORE
+    if where not in ("memory:", ":memory:") and not Path(
+            where.removeprefix("sqlite:///")).exists():
+        # Opening a missing SQLite file would create it: refuse before touching the disk.
+        raise wopdsl.RunNotFound(f"run {target} not found: there is no store at {where}",
+                                 hint="list runs with `wop runs`, or pass --store")
+    return wopdsl.attach(store, target)

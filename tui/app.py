@@ -1,0 +1,341 @@
+"""``CouncilApp``: watch a council run live and join it as its human member."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, ClassVar, Final
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Log, TabbedContent, TabPane
+from wopdsl_tui.bridge import RoomFeed, RunFold, follow
+from wopdsl_tui.widgets import Composer, MessageList, Notice, Roster, StatusLine
+
+import wopdsl
+
+__all__ = ["PALETTE", "CouncilApp"]
+
+PALETTE: Final = ("cyan", "magenta", "green", "yellow", "bright_blue", "bright_red",
+                  "bright_cyan", "bright_magenta", "bright_green", "bright_yellow")
+"""Sender colours, given to members in declaration order."""
+
+_BREATHE_SECONDS: Final = 0.1
+"""While catching up on a long log, let the screen draw this often."""
+
+
+class CouncilApp(App[int]):
+    """A live view of one council run: room tabs, roster, status line, events, composer.
+
+    Give it a :class:`wopdsl.Council` to start a run, or a :class:`wopdsl.Run` to attach to
+    one (stored, paused, or executing in another process). It reads the run's events only,
+    folding them in :class:`~wopdsl_tui.bridge.RunFold`, and posts through ``Run.reply``.
+
+    Args:
+        source: The council to start, or the run to attach to.
+        store: Where a started run is kept (path, ``"memory:"`` or a store object).
+        run_id: The id of a started run (default: a fresh one).
+        deterministic: Start with a fixed clock and predictable ids (tests, screenshots).
+        max_participants: The host's roster limit per room for a started run.
+    """
+
+    TITLE = "wop"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "next_room", "Next room", priority=True),
+        Binding("ctrl+p", "previous_room", "Prev room", priority=True),
+        Binding("ctrl+r", "focus_composer", "Reply", priority=True),
+        Binding("ctrl+t", "toggle_events", "Events", priority=True),
+        Binding("ctrl+o", "toggle_ids", "Ids", priority=True),
+        Binding("ctrl+s", "resume", "Resume", priority=True),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, source: wopdsl.Council | wopdsl.Run, *,
+                 store: str | os.PathLike[str] | wopdsl.EventStore | None = None,
+                 run_id: str | None = None, deterministic: bool = False,
+                 max_participants: int | None = None) -> None:
+        super().__init__()
+        self.fold = RunFold()
+        """What the screen shows, folded from the run's events."""
+        self.council_run = source if isinstance(source, wopdsl.Run) else None
+        """The run on screen (set at mount when the app starts it)."""
+        self.run_status = "pending"
+        """The run status as last drawn."""
+        self.shown_sequence = -1
+        """Sequence of the last event drawn on screen."""
+        self.human: str | None = None
+        """The human member the composer posts as."""
+        self._council = None if isinstance(source, wopdsl.Run) else source
+        self._start_options: dict[str, Any] = {"store": store, "run_id": run_id,
+                                               "deterministic": deterministic}
+        if max_participants is not None:
+            self._start_options["max_participants"] = max_participants
+        self._rooms: list[RoomFeed] = []
+        self._lists: dict[str, MessageList] = {}
+        self._colors: dict[str, str] = {}
+        self._events_shown = 0
+        self._sync_scheduled = False
+        self._turn_requested = False
+        self._driving = False
+        self._posting = False
+        self._problem = ""
+        self._waiting: list[str] = []
+        self._refusal: tuple[str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            yield TabbedContent(id="rooms")
+            yield Roster(id="roster")
+        yield Log(id="events", auto_scroll=True)
+        with Vertical(id="composer-box", classes="-hidden"):
+            yield Notice(id="notice")
+            yield Composer(id="composer")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#events", Log).border_title = "Events"
+        if self._council is not None:
+            try:
+                self.council_run = self._council.start(**self._start_options)
+            except wopdsl.WopError as exc:
+                self._problem = exc.render()
+                self._sync()
+                return
+            self._watch_drive()
+        self._sync()
+        self._follow_run()
+
+    # -- following the log -----------------------------------------------------------------
+
+    @work(group="follow", exclusive=True, exit_on_error=False)
+    async def _follow_run(self) -> None:
+        assert self.council_run is not None
+        loop = asyncio.get_running_loop()
+        breathe_at = loop.time() + _BREATHE_SECONDS
+        try:
+            async for _event in follow(self.council_run, self.fold):
+                if not self._rooms and self.fold.members:
+                    await self._lay_out()
+                self._schedule_sync()
+                if loop.time() >= breathe_at:
+                    # A long catch-up yields now and then, so the screen keeps drawing.
+                    await asyncio.sleep(0)
+                    breathe_at = loop.time() + _BREATHE_SECONDS
+        except wopdsl.WopError as exc:
+            self._problem = exc.render()
+        self._schedule_sync()
+
+    async def _lay_out(self) -> None:
+        """Add one tab per room and show the composer, once ``run.started`` is folded."""
+        fold = self.fold
+        self._colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(fold.members)}
+        self._rooms = list(fold.rooms.values())
+        tabs = self.query_one("#rooms", TabbedContent)
+        for number, room in enumerate(self._rooms):
+            view = MessageList(room.id, colors=self._colors, members=room.members,
+                               id=f"messages-{number}")
+            self._lists[room.id] = view
+            await tabs.add_pane(TabPane(room.id, view, id=f"room-{number}"))
+        humans = fold.humans
+        if humans:
+            self.human = humans[0]
+            self.query_one("#composer-box").remove_class("-hidden")
+        self._update_target()
+
+    @work(group="drive", exclusive=True, exit_on_error=False)
+    async def _watch_drive(self) -> None:
+        """Wait for this process's drive of the run to stop; show why if it broke."""
+        assert self.council_run is not None
+        self._driving = True
+        self.refresh_bindings()
+        try:
+            await self.council_run.wait()
+        except wopdsl.WopError as exc:
+            self._problem = exc.render()
+        except Exception as exc:
+            self._problem = f"the run stopped here: {type(exc).__name__}: {exc}"
+        finally:
+            self._driving = False
+            self.refresh_bindings()
+            self._schedule_sync()
+
+    def _schedule_sync(self) -> None:
+        # Coalesce: many events arriving together cost one redraw.
+        if not self._sync_scheduled:
+            self._sync_scheduled = True
+            self.call_later(self._sync)
+
+    def _sync(self) -> None:
+        """Bring the widgets up to the fold: new messages, events, roster and status."""
+        self._sync_scheduled = False
+        fold = self.fold
+        for room_id, view in self._lists.items():
+            feed = fold.rooms[room_id]
+            if len(feed.messages) > view.count:
+                view.add_messages(feed.messages[view.count:])
+        if len(fold.events) > self._events_shown:
+            lines = [str(e) for e in fold.events[self._events_shown:]]
+            self._events_shown = len(fold.events)
+            self.query_one("#events", Log).write_lines(lines)
+        if fold.roster_changed and self._rooms:
+            fold.roster_changed = False
+            self.run_status = fold.status
+            self.query_one(Roster).show_members(
+                list(fold.members.values()), {m: fold.phase(m) for m in fold.members},
+                self._colors)
+            self._waiting = fold.waiting_for
+            self._on_waiting()
+        self.query_one(StatusLine).show_status(
+            run_id=fold.run_id or (self.council_run.run_id if self.council_run else ""),
+            status=self.run_status, batch=fold.batch, events=fold.last_sequence + 1,
+            waiting=self._waiting, errors=fold.errors, problem=self._problem)
+        self.shown_sequence = fold.last_sequence
+        self.refresh_bindings()
+
+    def _on_waiting(self) -> None:
+        """Hand the keyboard to the human whose turn was just requested."""
+        requested = bool(self._waiting)
+        if requested and not self._turn_requested:
+            self.human = self._waiting[0]
+            room = self.fold.last_mention.get(self.human)
+            if room is not None:
+                self._activate_room(room)
+            self.query_one(Composer).focus()
+        self._turn_requested = requested
+        self._update_target()
+
+    # -- rooms -----------------------------------------------------------------------------
+
+    def room_view(self, room_id: str) -> MessageList:
+        """Return the message list of a room's tab."""
+        return self._lists[room_id]
+
+    @property
+    def active_room(self) -> str | None:
+        """The room of the active tab."""
+        active: str = self.query_one("#rooms", TabbedContent).active
+        if not active:
+            return self._rooms[0].id if self._rooms else None
+        return self._rooms[int(active.removeprefix("room-"))].id
+
+    def _activate_room(self, room_id: str) -> None:
+        for number, room in enumerate(self._rooms):
+            if room.id == room_id:
+                self.query_one("#rooms", TabbedContent).active = f"room-{number}"
+
+    def _update_target(self) -> None:
+        room_id = self.active_room
+        if self.human is None or room_id is None:
+            return
+        members = self.fold.rooms[room_id].members
+        composer = self.query_one(Composer)
+        composer.set_members(m for m in members if m != self.human)
+        composer.placeholder = f"Message {room_id} as {self.human}; @ mentions a member"
+        notice = self.query_one(Notice)
+        if self._refusal is not None:
+            notice.show_refusal(*self._refusal)
+        else:
+            notice.show_target(self.human, room_id, turn=self._turn_requested,
+                               sending=self._posting)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._refusal = None
+        self._update_target()
+
+    def action_next_room(self) -> None:
+        self._step_room(1)
+
+    def action_previous_room(self) -> None:
+        self._step_room(-1)
+
+    def _step_room(self, step: int) -> None:
+        if not self._rooms:
+            return
+        rooms = [r.id for r in self._rooms]
+        current = rooms.index(self.active_room or rooms[0])
+        self._activate_room(rooms[(current + step) % len(rooms)])
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_composer":
+            return self.human is not None
+        if action == "resume":
+            # Offered for an interrupted run: started, not ended, not waiting for a person,
+            # and not driven by this process.
+            return (self.council_run is not None and not self._driving
+                    and self.run_status == "running" and self.fold.terminal is None)
+        return True
+
+    def action_focus_composer(self) -> None:
+        if self.human is not None:
+            self.query_one(Composer).focus()
+
+    def action_toggle_events(self) -> None:
+        events = self.query_one("#events", Log)
+        events.display = not events.display
+
+    def action_toggle_ids(self) -> None:
+        for view in self._lists.values():
+            view.show_ids = not view.show_ids
+
+    def action_resume(self) -> None:
+        """Continue an interrupted run here (one that no other process is executing)."""
+        if self.council_run is not None and not self._driving:
+            self._resume()
+
+    @work(group="drive", exclusive=True, exit_on_error=False)
+    async def _resume(self) -> None:
+        assert self.council_run is not None
+        self._driving = True
+        self.refresh_bindings()
+        try:
+            await self.council_run.resume()
+        except wopdsl.WopError as exc:
+            self._problem = exc.render()
+        finally:
+            self._driving = False
+            self.refresh_bindings()
+            self._schedule_sync()
+
+    async def action_quit(self) -> None:
+        """Leave without ending the run: ``wop resume`` or ``wop tui RUN`` continues it."""
+        if self.council_run is not None:
+            await self.council_run.detach()
+        self.exit(0)
+
+    # -- posting ---------------------------------------------------------------------------
+
+    def on_composer_sent(self, event: Composer.Sent) -> None:
+        room = self.active_room
+        if self._posting or self.human is None or room is None or self.council_run is None:
+            return
+        self._post(event.text, room, self.human)
+
+    @work(group="post", exit_on_error=False)
+    async def _post(self, text: str, room: str, member: str) -> None:
+        assert self.council_run is not None
+        composer = self.query_one(Composer)
+        self._posting = True
+        self._refusal = None
+        self._update_target()
+        try:
+            await self.council_run.reply(text, room=room, as_=member)
+        except wopdsl.WopError as exc:
+            # Nothing was saved, so nothing typed is lost: the text stays in the composer.
+            self._refusal = (exc.code, exc.message)
+            return
+        finally:
+            self._posting = False
+            self._update_target()
+        if composer.value == text:
+            composer.value = ""
+        self._turn_requested = False
+        self._update_target()
+        # The post may have set the run going again here: watch that drive like the first.
+        self._watch_drive()

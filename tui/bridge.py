@@ -1,0 +1,338 @@
+"""The TUI's read side: a fold of run events into what the screen shows, and its follower.
+
+The fold stores ``last_sequence`` and the follower resumes from it (STYLE example 10), so
+starting, attaching, pausing for a human and resuming all read the log the same way. Nothing
+here imports Textual or the engine: only event dicts and the public ``wopdsl.Run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import wopdsl
+
+__all__ = [
+    "MEMBER_TYPE_ID",
+    "ErrorNote",
+    "EventLine",
+    "MemberInfo",
+    "RoomFeed",
+    "RoomMessage",
+    "RunFold",
+    "follow",
+]
+
+TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+"""Run statuses that never change again."""
+
+MEMBER_TYPE_ID: Final = "council.member"
+"""``typeId`` of a member turn's ``node.started`` (DESIGN.md §7)."""
+
+_ROSTER_EVENTS: Final = frozenset({
+    "run.started", "node.started", "node.completed", "node.failed", "node.cancelled",
+    "conversation.exchanged", "run.completed", "run.failed", "run.cancelled",
+})
+"""Event types that may change a member's state or the run's status."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoomMessage:
+    """A saved message as a room tab shows it."""
+
+    id: str
+    """The message id (``team/{sender}/{position}/{postIndex}``)."""
+    sender: str
+    """The member who posted it."""
+    text: str
+    """The message text."""
+    mentions: tuple[str, ...]
+    """Members whose turn the message requested."""
+
+
+@dataclass(slots=True)
+class RoomFeed:
+    """One room: its members and its messages in saved order."""
+
+    id: str
+    """The room id."""
+    title: str
+    """The room's title (its id when it has none)."""
+    members: tuple[str, ...]
+    """The room's members, as declared."""
+    messages: list[RoomMessage] = field(default_factory=list)
+    """Every saved message, in saved order."""
+    closed: bool = False
+    """Whether the room's conversation is closed."""
+
+
+@dataclass(slots=True)
+class MemberInfo:
+    """A member: as ``run.started`` declares it, and its turns so far."""
+
+    id: str
+    """The member id."""
+    role: str
+    """What the member does."""
+    engine: str
+    """``python``, ``script`` or ``human``."""
+    cap: int = 0
+    """Most turns the member may take (``max_turns``, else the council's default)."""
+    turns: int = 0
+    """Turns taken (completed or failed)."""
+    failed: bool = False
+    """Whether its last turn failed."""
+
+    @property
+    def human(self) -> bool:
+        """Whether a person produces this member's turns."""
+        return self.engine == "human"
+
+
+@dataclass(frozen=True, slots=True)
+class EventLine:
+    """One event as the event pane lists it (no timestamps: the screen stays deterministic)."""
+
+    sequence: int
+    """The event's sequence."""
+    type: str
+    """The event type."""
+    node: str
+    """The event's node id, or ``""``."""
+    detail: str
+    """A short summary of the payload."""
+
+    def __str__(self) -> str:
+        return f"{self.sequence:>5} {self.type:<24} {self.node} {self.detail}".rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorNote:
+    """A failed turn or a failed run."""
+
+    code: str
+    """The stable error code."""
+    message: str
+    """What happened."""
+    node: str
+    """The member (or ``""`` for the whole run)."""
+
+
+@dataclass(slots=True)
+class RunFold:
+    """Everything the screen shows, folded from the run's events in sequence order."""
+
+    last_sequence: int = -1
+    """Sequence of the last event applied; the follower resumes after it."""
+    run_id: str = ""
+    council_id: str = ""
+    task: str = ""
+    rooms: dict[str, RoomFeed] = field(default_factory=dict)
+    members: dict[str, MemberInfo] = field(default_factory=dict)
+    batch: int = 0
+    """The highest batch number dispatched so far."""
+    terminal: str | None = None
+    """``completed``, ``failed`` or ``cancelled`` once the run has ended."""
+    errors: list[ErrorNote] = field(default_factory=list)
+    events: list[EventLine] = field(default_factory=list)
+    last_mention: dict[str, str] = field(default_factory=dict)
+    """Member id -> room of the latest message mentioning it."""
+    queue: dict[str, None] = field(default_factory=dict)
+    """Members whose turn is requested, in queue order."""
+    inflight: set[str] = field(default_factory=set)
+    """Members whose turn has started and not yet ended."""
+    roster_changed: bool = True
+    """Set when an event may change the roster or status; the screen clears it."""
+
+    @property
+    def humans(self) -> list[str]:
+        """Human members, in declaration order."""
+        return [m.id for m in self.members.values() if m.human]
+
+    @property
+    def status(self) -> str:
+        """The run status, named as in the OpenWOP ``RunSnapshot``."""
+        if self.terminal is not None:
+            return self.terminal
+        if self.last_sequence < 0:
+            return "pending"
+        if self.inflight or any(not self.members[m].human for m in self.queue):
+            return "running"
+        return "waiting-input" if self.queue else "running"
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """Human members whose requested turn is pending."""
+        return [m for m in self.queue if self.members[m].human]
+
+    def phase(self, member_id: str) -> str:
+        """Return ``queued``, ``running``, ``waiting``, ``failed``, ``done`` or ``idle``.
+
+        The same names as ``run.snapshot()["nodeStates"][member]["status"]``.
+        """
+        member = self.members[member_id]
+        if member_id in self.inflight:
+            return "running"
+        if member_id in self.queue:
+            return "waiting" if member.human else "queued"
+        if member.failed:
+            return "failed"
+        return "done" if member.turns else "idle"
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """Apply one event (events must arrive in sequence order)."""
+        sequence = int(event["sequence"])
+        if sequence <= self.last_sequence:
+            return
+        self.last_sequence = sequence
+        kind = str(event["type"])
+        payload = event.get("payload") or {}
+        node = str(event.get("nodeId") or payload.get("nodeId") or "")
+        self.events.append(EventLine(sequence, kind, node, _detail(kind, payload)))
+        if kind in _ROSTER_EVENTS:
+            self.roster_changed = True
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, event, payload)
+
+    def _run_started(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        self.run_id = str(event.get("runId", ""))
+        self.council_id = str(payload.get("workflowId", ""))
+        self.task = str((payload.get("inputs") or {}).get("task", ""))
+        council = (payload.get("metadata") or {}).get("council") or {}
+        default_cap = (council.get("council") or {}).get("max_turns_per_member", 8)
+        for member in council.get("members", []):
+            self.members[member["id"]] = MemberInfo(
+                member["id"], member.get("role", ""), member.get("engine", "python"),
+                cap=member.get("max_turns") or default_cap)
+            if member.get("initial_turn", True):
+                self.queue[member["id"]] = None
+        for room in council.get("rooms", []):
+            self.rooms[room["id"]] = RoomFeed(room["id"], room.get("title") or room["id"],
+                                              tuple(room.get("members", [])))
+
+    def _node_started(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        member = str(payload.get("nodeId", ""))
+        if payload.get("typeId") != MEMBER_TYPE_ID or member not in self.members:
+            return
+        self.queue.pop(member, None)
+        self.inflight.add(member)
+        batch = payload.get("batch")
+        if isinstance(batch, int):
+            self.batch = max(self.batch, batch)
+
+    def _node_completed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        member = self._finish(payload)
+        if member is not None:
+            member.failed = False
+
+    def _node_cancelled(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        self.inflight.discard(str(payload.get("nodeId", "")))
+
+    def _finish(self, payload: Mapping[str, Any]) -> MemberInfo | None:
+        node = str(payload.get("nodeId", ""))
+        if node not in self.inflight:
+            return None
+        self.inflight.discard(node)
+        member = self.members[node]
+        member.turns += 1
+        return member
+
+    def _node_failed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        member = self._finish(payload)
+        if member is not None:
+            member.failed = True
+        error = payload.get("error") or {}
+        self.errors.append(ErrorNote(str(error.get("code", "UNKNOWN")),
+                                     str(error.get("message", "")),
+                                     str(payload.get("nodeId", ""))))
+
+    def _exchanged(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        room = self._room_of(event)
+        if room is None:
+            return
+        turn = payload.get("turn") or {}
+        content = turn.get("content") or {}
+        mentions = tuple(str(m) for m in content.get("mentions", []))
+        room.messages.append(RoomMessage(str(turn.get("messageId", "")), str(turn.get("from", "")),
+                                         str(content.get("text", "")), mentions))
+        for target in mentions:
+            self.last_mention[target] = room.id
+            if target in self.members:
+                self.queue.setdefault(target, None)
+
+    def _closed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        room = self._room_of(event)
+        if room is not None:
+            room.closed = True
+
+    def _ended(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
+        self.terminal = str(event["type"]).removeprefix("run.")
+        error = payload.get("error")
+        if isinstance(error, Mapping):
+            self.errors.append(ErrorNote(str(error.get("code", "UNKNOWN")),
+                                         str(error.get("message", "")),
+                                         str(payload.get("failedNodeId", ""))))
+
+    def _room_of(self, event: Mapping[str, Any]) -> RoomFeed | None:
+        node = str(event.get("nodeId", ""))
+        return self.rooms.get(node.removeprefix("room:")) if node.startswith("room:") else None
+
+
+_Handler = Callable[[RunFold, Mapping[str, Any], Mapping[str, Any]], None]
+_HANDLERS: Final[dict[str, _Handler]] = {
+    "run.started": RunFold._run_started,
+    "node.started": RunFold._node_started,
+    "node.completed": RunFold._node_completed,
+    "node.failed": RunFold._node_failed,
+    "node.cancelled": RunFold._node_cancelled,
+    "conversation.exchanged": RunFold._exchanged,
+    "conversation.closed": RunFold._closed,
+    "run.completed": RunFold._ended,
+    "run.failed": RunFold._ended,
+    "run.cancelled": RunFold._ended,
+}
+
+
+def _detail(kind: str, payload: Mapping[str, Any]) -> str:
+    """Return a one-line summary of an event's payload for the event pane."""
+    if kind == "conversation.exchanged":
+        turn = payload.get("turn") or {}
+        return f"{turn.get('messageId', '')} from {turn.get('from', '')}"
+    if kind == "node.started" and "position" in payload:
+        return f"turn {payload.get('turn', '?')} attempt {payload.get('attempt', 0)}"
+    if kind in {"node.failed", "run.failed"}:
+        error = payload.get("error") or {}
+        return f"error[{error.get('code', 'UNKNOWN')}]"
+    if kind == "run.started":
+        return str(payload.get("workflowId", ""))
+    return ""
+
+
+async def follow(run: wopdsl.Run, fold: RunFold) -> AsyncIterator[Mapping[str, Any]]:
+    """Fold ``run``'s events into ``fold`` as they are saved; yield each once applied.
+
+    Subscribes to the run's store after ``fold.last_sequence`` (catch up, then live, also
+    across processes), so a paused run is followed on and posts made here, in another
+    terminal or by another process show up. Ends when the run has ended.
+
+    Args:
+        run: The run handle (started here, or attached to a stored run).
+        fold: The fold to update; following resumes after its ``last_sequence``.
+    """
+    if fold.terminal is not None:
+        return
+    events = run.store.subscribe(run.run_id, fold.last_sequence)
+    try:
+        async for event in events:
+            fold.apply(event)
+            yield event
+            if fold.terminal is not None:
+                return
+    finally:
+        # Close the subscription now, not whenever the garbage collector gets to it.
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()

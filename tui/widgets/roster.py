@@ -1,0 +1,69 @@
+"""The roster panel: each member's role, state and turns used of its cap."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from rich.text import Text
+from textual.widgets import Static
+from wopdsl_tui.bridge import MemberInfo
+
+__all__ = ["STATE_LABELS", "Roster"]
+
+STATE_LABELS: Final[Mapping[str, tuple[str, str]]] = {
+    "queued": ("queued", "yellow"),
+    "running": ("running", "bold green"),
+    "waiting": ("waiting for input", "bold magenta"),
+    "done": ("done", "dim"),
+    "failed": ("failed", "bold red"),
+    "idle": ("idle", "dim"),
+}
+"""Member phase (the ``nodeStates`` status names) -> (label, style) as the roster shows it."""
+
+
+class Roster(Static):
+    """Members in declaration order, two lines each: name and state, then role and turns."""
+
+    DEFAULT_CSS = """
+    Roster {
+        width: 32;
+        height: 1fr;
+        border: round $primary;
+        border-title-color: $text;
+        padding: 0 1;
+        overflow-y: auto;
+    }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "Roster"
+
+    def show_members(self, members: Sequence[MemberInfo], phases: Mapping[str, str],
+                     colors: Mapping[str, str]) -> None:
+        """Redraw from the members (turns, cap) and each one's phase (``RunFold.phase``)."""
+        width = max(12, self.scrollable_content_region.width or 28)
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for number, member in enumerate(members):
+            phase = phases.get(member.id, "idle")
+            label, style = STATE_LABELS.get(phase, (phase, ""))
+            name = _fit(member.id, width - len(label) - 1)
+            if number:
+                text.append("\n")
+            text.append(name, style=f"bold {colors.get(member.id, '')}".strip())
+            text.append(" " * (width - len(name) - len(label)))
+            text.append(label, style=style)
+            turns = f"{member.turns}/{member.cap or '?'} turns"
+            role = _fit(f"  {member.role}" + (" · human" if member.human else ""),
+                        width - len(turns) - 1)
+            text.append("\n")
+            text.append(role, style="dim")
+            text.append(" " * (width - len(role) - len(turns)))
+            text.append(turns)
+        self.update(text)
+
+
+def _fit(value: str, width: int) -> str:
+    """Cut ``value`` to ``width`` characters, marking the cut with an ellipsis."""
+    width = max(width, 1)
+    return value if len(value) <= width else value[: width - 1] + "…"

@@ -1,0 +1,86 @@
+"""The status line (run status, batch, event count, errors) and the composer's notice line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from rich.text import Text
+from textual.widgets import Static
+from wopdsl_tui.bridge import ErrorNote
+
+__all__ = ["Notice", "StatusLine"]
+
+STATUS_STYLES: Final = {
+    "pending": "dim",
+    "running": "bold green",
+    "waiting-input": "bold magenta",
+    "completed": "bold cyan",
+    "failed": "bold red",
+    "cancelled": "bold yellow",
+}
+"""How each run status is drawn."""
+
+
+class StatusLine(Static):
+    """One line: run id, status, batch, event count, who is awaited, and the last error."""
+
+    DEFAULT_CSS = """
+    StatusLine {
+        height: auto;
+        max-height: 3;
+        padding: 0 1;
+        background: $panel;
+    }
+    """
+
+    def show_status(self, *, run_id: str, status: str, batch: int, events: int,
+                    waiting: Sequence[str] = (), errors: Sequence[ErrorNote] = (),
+                    problem: str = "") -> None:
+        """Redraw the line."""
+        text = Text(end="")
+        text.append(run_id or "starting", style="bold")
+        text.append(" │ ")
+        text.append(status, style=STATUS_STYLES.get(status, ""))
+        text.append(f" │ batch {batch} │ {events} events")
+        if waiting:
+            text.append(f" │ waiting for {', '.join(waiting)}", style="magenta")
+        if errors:
+            last = errors[-1]
+            where = f" ({last.node})" if last.node else ""
+            text.append(f"\nerror[{last.code}]{where}: {last.message}", style="bold red")
+        if problem:
+            text.append(f"\n{problem}", style="bold red")
+        self.update(text)
+
+
+class Notice(Static):
+    """The line above the composer: who posts where, or why a post was refused."""
+
+    DEFAULT_CSS = """
+    Notice {
+        height: auto;
+        max-height: 3;
+        padding: 0 1;
+        color: $text-muted;
+        &.-refused { color: $error; text-style: bold; }
+        &.-turn { color: $text; text-style: bold; }
+    }
+    """
+
+    def show_target(self, member: str, room: str, *, turn: bool, sending: bool = False) -> None:
+        """Say who posts into which room (and whether their turn was requested)."""
+        self.set_classes("-turn" if turn else "")
+        text = f"{member} → {room}"
+        if sending:
+            text += " · sending…"
+        elif turn:
+            text += " · your turn: type a reply and press Enter"
+        else:
+            text += " · Enter sends, Tab completes @mentions"
+        self.update(Text(text))
+
+    def show_refusal(self, code: str, message: str) -> None:
+        """Say why the last post was refused (nothing was saved; the text is kept)."""
+        self.set_classes("-refused")
+        self.update(Text(f"refused: error[{code}] {message}"))
