@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.cli.conftest import Wop, stored_events
@@ -117,3 +120,49 @@ def test_resume_rebinds_a_decorator_council(wop: Wop, tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert doc["status"] == "completed"
     assert doc["result"]["agents"][0]["result"]["summary"] == "thanks: fine @writer"
+
+
+SLOW = """\
+import time
+from pathlib import Path
+
+from wopdsl import Reply
+
+MARKER = Path(__file__).with_name("slow.marker")
+
+
+def solo(turn):
+    if not MARKER.exists():
+        MARKER.write_text("first attempt")
+        print("handler-started", flush=True)
+        time.sleep(600)  # Only Ctrl-C ends this attempt; the CLI must not wait for it.
+    return Reply(summary="done at last")
+"""
+
+
+def test_ctrl_c_stops_at_once_and_the_run_resumes(wop: Wop, tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(SLOW, encoding="utf-8")
+    (tmp_path / "slow.toml").write_text(
+        '[council]\nid = "slow"\ntask = "t"\n\n[[members]]\nid = "solo"\nrole = "s"\n'
+        'handler = "slow:solo"\n', encoding="utf-8")
+    with subprocess.Popen([sys.executable, "-m", "wopdsl", "run", "slow.toml", "--run-id", "s1"],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, encoding="utf-8") as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().startswith("run s1 ")
+        assert child.stdout.readline() == "handler-started\n"
+        child.send_signal(signal.SIGINT)
+        try:
+            _, err = child.communicate(timeout=60)  # A safety net: the handler sleeps 600 s.
+        finally:
+            if child.poll() is None:
+                child.kill()
+    assert child.returncode == 130
+    assert "interrupted: run s1 stopped where it was; continue it with `wop resume s1`" in err
+    assert "Traceback" not in err
+    assert stored_events(tmp_path / DB, "s1")[-1]["type"] == "node.started"
+
+    done = wop("resume", "s1")
+
+    assert done.returncode == 0, done.stderr
+    assert "  solo (s): done at last" in done.stdout

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from typing import TextIO
@@ -60,8 +61,12 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         print(exc.render(), file=err, flush=True)
         return exit_code_for_error(exc)
     except KeyboardInterrupt:
-        print("\ninterrupted; a stopped run continues with `wop resume RUN`", file=err,
-              flush=True)
+        _interrupted(ctx.run_id, ctx.store_flag, out, err)
+        ctx.close()
+        if threading.active_count() > 1:
+            # A sync member handler still runs in a worker thread that can't be interrupted,
+            # and Python would wait for it at exit. Everything durable is already committed.
+            os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `wop events RUN | head`): stop quietly.
@@ -76,6 +81,18 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         return EXIT_FAILED
     finally:
         ctx.close()
+
+
+def _interrupted(run_id: str | None, store_flag: str, out: TextIO, err: TextIO) -> None:
+    text = "\ninterrupted"
+    if run_id is not None:
+        text += (f": run {run_id} stopped where it was; continue it with "
+                 f"`wop{store_flag} resume {run_id}`")
+    try:
+        out.flush()
+        print(text, file=err, flush=True)
+    except (OSError, ValueError):  # pragma: no cover - the terminal went away.
+        pass
 
 
 def _silence_stdout() -> None:

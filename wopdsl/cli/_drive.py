@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
+import signal
+import threading
+from collections.abc import Awaitable, Coroutine
+from types import FrameType
+from typing import Any, TypeVar
 
 from wopdsl import Council, Run, attach
 from wopdsl.cli._output import (
@@ -25,6 +28,54 @@ from wopdsl.cli._targets import (
 from wopdsl.engine import fork
 
 T = TypeVar("T")
+
+
+def run_until_stop(main: Coroutine[Any, Any, int]) -> int:
+    """Like ``asyncio.run``, but Ctrl-C returns at once (raising ``KeyboardInterrupt``).
+
+    ``asyncio.run`` waits for the default executor on the way out, i.e. for every sync member
+    handler still running in a worker thread; an interrupted command must not wait for them.
+    """
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main)
+    interrupted = False
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupted
+        if interrupted:
+            raise KeyboardInterrupt
+        interrupted = True
+        loop.call_soon_threadsafe(task.cancel)
+
+    previous: Any = None
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        try:
+            _cancel_all(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            if not interrupted:
+                loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
@@ -69,13 +120,14 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
 
     async def go() -> int:
         run = council.start(store, args.run_id, max_participants=args.max_participants)
+        ctx.run_id = run.run_id
         if not args.json:
             print(f"run {run.run_id} (council {council.id}, store {ctx.store_target})",
                   file=ctx.out, flush=True)
         await follow_while(run, printer, run.wait())
         return finish(ctx, run, printer, as_json=args.json)
 
-    return asyncio.run(go())
+    return run_until_stop(go())
 
 
 def _rebind(ctx: Context, run_id: str, target: str | None) -> Council:
@@ -104,13 +156,14 @@ def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
 
     async def go() -> int:
         run = council.open(args.run, ctx.store())
+        ctx.run_id = run.run_id
         if not args.json:
             print(f"run {run.run_id} (council {council.id}, store {ctx.store_target})",
                   file=ctx.out, flush=True)
         await follow_while(run, printer, run.resume())
         return finish(ctx, run, printer, as_json=args.json)
 
-    return asyncio.run(go())
+    return run_until_stop(go())
 
 
 def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
@@ -121,11 +174,12 @@ def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
 
     async def go() -> int:
         run = attach(store, args.run, council=council)
+        ctx.run_id = run.run_id
         await run.reply(args.text, room=args.room, as_=args.as_)
         await follow_while(run, printer, run.wait())
         return finish(ctx, run, printer, as_json=args.json)
 
-    return asyncio.run(go())
+    return run_until_stop(go())
 
 
 def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
@@ -137,10 +191,11 @@ def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
     async def go() -> int:
         new_id = fork(store, args.run, args.from_, mode=args.mode, run_id=args.run_id)
         run = council.open(new_id, store)
+        ctx.run_id = new_id
         if not args.json:
             print(f"run {new_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
                   f"store {ctx.store_target})", file=ctx.out, flush=True)
         await follow_while(run, printer, run.resume())
         return finish(ctx, run, printer, as_json=args.json)
 
-    return asyncio.run(go())
+    return run_until_stop(go())

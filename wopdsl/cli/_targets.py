@@ -36,6 +36,8 @@ class Context:
     """Standard output."""
     err: TextIO
     """Standard error."""
+    run_id: str | None = None
+    """The run a command is executing, once known (named when the user interrupts)."""
     _store: EventStore | None = field(default=None, repr=False)
 
     @property
