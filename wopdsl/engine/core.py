@@ -345,6 +345,12 @@ class Engine:
         except TimeoutError:
             return TurnError("TIMEOUT", f"{member.id} did not answer within "
                              f"{member.turn_timeout_s:g} s (turn_timeout_ms)")
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this turn was cancelled (run cancelled, detached or timed out)
+            # The handler let a CancelledError of its own escape: that fails the turn only.
+            return TurnError("TEAM_NODE_FAILED", f"{member.id} raised CancelledError")
         except Exception as exc:  # noqa: BLE001 - a raising handler fails its turn, not the host.
             return TurnError("TEAM_NODE_FAILED",
                              f"{member.id} raised {type(exc).__name__}: {exc}")
