@@ -403,3 +403,59 @@ async def test_a_sync_callable_returning_a_coroutine_is_awaited(make_council: Ma
 
     assert run.status == "completed", run.error
     assert run.state.members["wrapped"].result == {"summary": "awaited wrapped"}
+
+
+async def _raises_cancelled(turn: Turn) -> Reply:
+    raise asyncio.CancelledError
+
+
+async def _awaits_a_cancelled_task(turn: Turn) -> Reply:
+    inner = asyncio.ensure_future(asyncio.sleep(10))
+    inner.cancel()
+    await inner  # raises CancelledError, though nobody cancelled this turn
+    return reply("unreachable")
+
+
+@pytest.mark.parametrize("handler", [_raises_cancelled, _awaits_a_cancelled_task],
+                         ids=["raises", "inner-task-cancelled"])
+async def test_a_handler_raising_cancelled_error_fails_its_turn_not_the_caller(
+    make_council: MakeCouncil, db_path: Path, handler: Any
+) -> None:
+    council = make_council({"ok": lambda t: reply("ok", say("all", "fine")), "odd": handler},
+                           global_concurrency=2)
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "failed"
+    assert run.error is not None and run.error["code"] == "TEAM_NODE_FAILED"
+    assert run.state.failed_node == "odd"
+    (failed,) = of_type(run.events, "node.failed")
+    assert "CancelledError" in failed["payload"]["error"]["message"]
+    assert [m.id for m in run.messages] == ["team/ok/1/0"]
+
+
+async def test_cancelling_a_run_stops_its_running_turns(make_council: MakeCouncil,
+                                                        db_path: Path) -> None:
+    running = asyncio.Event()
+    stopped: list[str] = []
+
+    async def waits(turn: Turn) -> Reply:
+        running.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            stopped.append(turn.member)
+            raise
+        return reply("unreachable")
+
+    council = make_council({"waits": waits})
+    run = council.start(store=db_path, deterministic=True)
+    await wait_for(running, "the turn starting")
+
+    await run.cancel()
+    await asyncio.sleep(0)  # let the cancelled turn run its handler
+
+    assert run.status == "cancelled"
+    assert stopped == ["waits"]
+    assert [e["type"] for e in run.events][-1] == "run.cancelled"
+    assert [e["nodeId"] for e in of_type(run.events, "node.cancelled")] == ["waits"]
