@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from wopdsl.compile.graph import CompiledMember
+from wopdsl.engine._construct import new_turn
 from wopdsl.engine.state import CouncilState, Inflight
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Message, Turn
@@ -43,16 +44,8 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
                 "triggers": [m.to_wire() for m in triggers],
             }
         )
-    turn = Turn.model_construct(
-        task=state.task,
-        member=spec.id,
-        role=spec.role,
-        brief=brief,
-        turn=inflight.turn,
-        result=mstate.result,
-        messages=messages,
-        triggers=triggers,
-    )
+    turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
+                    messages, triggers)
     _check_input_size(turn, member.max_input_bytes)
     return turn
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from wopdsl._ids import parse_iso_ms
+from wopdsl.engine._construct import new_message
 from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
@@ -270,14 +271,8 @@ class CouncilState:
         mentions = list(content.get("mentions", []))
         message_id = turn["messageId"]
         position = _position_of(message_id)
-        message = Message.model_construct(
-            id=message_id,
-            room=room.id,
-            sender=turn["from"],
-            text=content.get("text", ""),
-            mentions=mentions,
-            position=position,
-        )
+        message = new_message(message_id, room.id, turn["from"], content.get("text", ""),
+                              mentions, position)
         self.order[message_id] = len(self.messages)
         self.messages[message_id] = message
         room.messages.append(message)
