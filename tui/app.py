@@ -85,6 +85,7 @@ class CouncilApp(App[int]):
         self._problem = ""
         self._waiting: list[str] = []
         self._refusal: tuple[str, str] | None = None
+        self._keys_state: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -195,7 +196,11 @@ class CouncilApp(App[int]):
             status=self.run_status, batch=fold.batch, events=fold.last_sequence + 1,
             waiting=self._waiting, errors=fold.errors, problem=self._problem)
         self.shown_sequence = fold.last_sequence
-        self.refresh_bindings()
+        keys = (self.run_status, self.human, self._driving, fold.terminal)
+        if keys != self._keys_state:
+            # The footer rebuilds on refresh: only when an offered key may have changed.
+            self._keys_state = keys
+            self.refresh_bindings()
 
     def _on_waiting(self) -> None:
         """Hand the keyboard to the human whose turn was just requested."""
