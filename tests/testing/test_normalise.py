@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import copy
 import json
-
 from pathlib import Path
+from typing import Any
 
 from wopdsl import load
 from wopdsl._ids import FixedClock
 from wopdsl.testing.normalise import dump_events, is_transcript, normalise_events
 
 
-def event(run_id: str, sequence: int, **extra):
+def event(run_id: str, sequence: int, **extra: Any) -> dict[str, Any]:
     return {"eventId": f"evt.{run_id}.{sequence:012d}", "runId": run_id, "sequence": sequence,
             "type": "node.started", "timestamp": f"2026-01-0{sequence + 1}T00:00:00.000Z",
             "payload": {}, **extra}
 
 
-def test_ids_times_durations_and_paths_become_placeholders_and_the_rest_is_kept():
+def test_ids_times_durations_and_paths_become_placeholders_and_the_rest_is_kept() -> None:
     events = [
         event("rt-9f3a", 0, payload={"metadata": {"source": "/home/ann/p/councils/x.toml",
                                                   "council": {"timeout_ms": 5}},
@@ -46,7 +46,7 @@ def test_ids_times_durations_and_paths_become_placeholders_and_the_rest_is_kept(
     }
 
 
-def test_two_runs_get_numbered_placeholders_and_outside_references_are_marked():
+def test_two_runs_get_numbered_placeholders_and_outside_references_are_marked() -> None:
     events = [event("a-1", 0), event("b-1", 0, causationId="evt.a-1.000000000000"),
               event("b-1", 1, causationId="evt.zz.000000000042")]
 
@@ -61,7 +61,7 @@ def test_two_runs_get_numbered_placeholders_and_outside_references_are_marked():
 
 def test_the_same_run_under_another_id_and_clock_normalises_identically(
     release_team_path: Path,
-):
+) -> None:
     council = load(release_team_path)
     first = council.run(store="memory:", deterministic=True)
     second = council.run(store="memory:", run_id="another-id-0042",
@@ -72,14 +72,14 @@ def test_the_same_run_under_another_id_and_clock_normalises_identically(
     assert normalise_events(normalise_events(first.events)) == normalise_events(first.events)
 
 
-def test_dump_is_sorted_pretty_json_with_a_final_newline():
+def test_dump_is_sorted_pretty_json_with_a_final_newline() -> None:
     text = dump_events([{"runId": "r", "b": 1, "a": "é"}])
 
     assert text == '[\n  {\n    "a": "é",\n    "b": 1,\n    "runId": "<run>"\n  }\n]\n'
     assert json.loads(text) == [{"a": "é", "b": 1, "runId": "<run>"}]
 
 
-def test_a_transcript_is_recognised_by_its_first_line(release_team_path: Path):
+def test_a_transcript_is_recognised_by_its_first_line(release_team_path: Path) -> None:
     transcript = load(release_team_path).run(store="memory:", deterministic=True).transcript
 
     assert is_transcript(transcript)

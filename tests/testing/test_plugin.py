@@ -34,7 +34,7 @@ room review (writer, reviewer)
 results
   writer (writer): Finished Prepare a release note.: Reviewed team/writer/1/0: Please review: Prepare a release note.
   reviewer (reviewer): Draft checked.
-"""
+"""  # noqa: E501 - transcript lines are as long as their messages.
 
 
 UNRELATED_PLUGINS_OFF = ("-p", "no:textual-snapshot", "-p", "no:hypothesispytest",
