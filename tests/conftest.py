@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pytest
 
@@ -72,8 +72,9 @@ def build_council(
             council.add_member(member_id, role=role, engine="script", script=list(how),
                                initial_turn=member_id not in waiting, **extra)
         else:
+            handler = cast(Handler, how)
             council.member(member_id, role=role, initial_turn=member_id not in waiting,
-                           **extra)(how)
+                           **extra)(handler)
     return council
 
 

@@ -45,7 +45,7 @@ async def test_a_requested_human_turn_waits_for_input_then_a_reply_continues(
 
     assert message_id == "team/me/2/0"
     assert status == "completed"
-    assert run.status == "completed"
+    assert run.state.terminal == "completed"
     assert [(c.member, c.turn, c.triggers) for c in calls.log] == [
         ("writer", 1, []), ("writer", 2, ["team/me/2/0"])]
     assert calls.log[1].input.result == {
