@@ -213,7 +213,7 @@ def test_other_values_keep_syrupy_defaults_and_a_named_extension_wins(
     project.makepyfile(test_mixed='''
         from syrupy.extensions.amber import AmberSnapshotExtension
         from syrupy.extensions.json import JSONSnapshotExtension
-        from wopdsl.testing.snapshot import TranscriptSnapshot
+        from wopdsl.testing.snapshot import EventLogSnapshot, TranscriptSnapshot
 
         def test_mixed(run_council, snapshot):
             run = run_council("councils/release-team.toml")
@@ -223,13 +223,16 @@ def test_other_values_keep_syrupy_defaults_and_a_named_extension_wins(
             assert run.transcript == snapshot.use_extension(AmberSnapshotExtension)(name="amb")
             assert run == snapshot(extension_class=TranscriptSnapshot)
             assert run.events == snapshot(name="log")
+            assert run.events.to_list() == snapshot(name="list", extension_class=EventLogSnapshot)
     ''')
 
     run(project, "--snapshot-update").assert_outcomes(passed=1)
 
     files = snapshot_files(project)
     assert sorted(files) == ["test_mixed.ambr", "test_mixed/test_mixed.2.json",
-                             "test_mixed/test_mixed.3.txt", "test_mixed/test_mixed[log].json"]
+                             "test_mixed/test_mixed.3.txt", "test_mixed/test_mixed[list].json",
+                             "test_mixed/test_mixed[log].json"]
+    assert files["test_mixed/test_mixed[list].json"] == files["test_mixed/test_mixed[log].json"]
     assert files["test_mixed/test_mixed.3.txt"] == TRANSCRIPT
     assert json.loads(files["test_mixed/test_mixed.2.json"]) == TRANSCRIPT
     assert "'status': 'completed'" in files["test_mixed.ambr"]
@@ -237,6 +240,29 @@ def test_other_values_keep_syrupy_defaults_and_a_named_extension_wins(
     assert "# name: test_mixed[amb]" in files["test_mixed.ambr"]
     assert json.loads(files["test_mixed/test_mixed[log].json"])[0]["runId"] == "<run>"
     run(project).assert_outcomes(passed=1)
+
+
+def test_a_value_an_extension_cannot_store_fails_with_a_clear_message(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_wrong='''
+        from wopdsl.testing.snapshot import EventLogSnapshot, TranscriptSnapshot
+
+        def test_not_text(snapshot):
+            assert {"a": 1} == snapshot(extension_class=TranscriptSnapshot)
+
+        def test_not_events(snapshot):
+            assert "council x: completed\\n" == snapshot(extension_class=EventLogSnapshot)
+    ''')
+
+    result = run(project, "--snapshot-update")
+
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*TypeError: TranscriptSnapshot stores run.transcript (text); got dict*",
+        "*TypeError: EventLogSnapshot stores run.events (a list of event dicts); got str*",
+    ])
+    assert snapshot_files(project) == {}
 
 
 def test_text_is_stored_byte_for_byte(project: pytest.Pytester) -> None:
