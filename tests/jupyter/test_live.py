@@ -113,3 +113,19 @@ async def test_show_without_ipython_names_the_extra(
         show(run)
     with pytest.raises(ImportError, match="wopdsl\\[jupyter\\]"):
         run.show()
+
+
+async def test_reply_box_opens_on_the_room_the_human_was_asked_in(
+        make_council: MakeCouncil, db_path: Path) -> None:
+    def ask_aside(turn: Turn) -> Reply:
+        return Reply(summary="asked", posts=[Post(room="side", text="psst", mentions=["me"])])
+
+    run = await make_council({"ask_aside": ask_aside, "me": HUMAN},
+                             rooms={"all": ["ask_aside", "me"], "side": ["ask_aside", "me"]}
+                             ).arun(store=db_path)
+    box = LiveView(run).reply_box
+    assert box is not None and list(box.room.options) == ["all", "side"]
+    assert box.room.value == "side"
+    box.room.value = "all"  # the user's pick is kept on later renders
+    box.set_open(True, waiting=("me",))
+    assert box.room.value == "all"

@@ -13,5 +13,6 @@ Example:
 
 from wopdsl.jupyter.live import INSTALL_HINT, LiveView, show
 from wopdsl.jupyter.render import run_html, run_markdown
+from wopdsl.jupyter.reply import ReplyBox
 
-__all__ = ["INSTALL_HINT", "LiveView", "run_html", "run_markdown", "show"]
+__all__ = ["INSTALL_HINT", "LiveView", "ReplyBox", "run_html", "run_markdown", "show"]

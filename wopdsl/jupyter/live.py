@@ -17,8 +17,8 @@ import asyncio
 import html
 from typing import TYPE_CHECKING, Any, Final
 
-from wopdsl.jupyter._reply import ReplyBox
 from wopdsl.jupyter.render import RunView, run_view, view_html
+from wopdsl.jupyter.reply import ReplyBox
 
 if TYPE_CHECKING:
     from wopdsl.run import Run
@@ -160,6 +160,8 @@ class LiveView:
                 # Render once per burst: skip while more events are already in the log.
                 if seen >= run.store.last_sequence(run.run_id):
                     self.refresh()
+                    if self.status in _STOPPED and self.last_sequence <= seen:
+                        return  # the run's last event is shown
             self.refresh()
 
     def _followed(self, task: asyncio.Task[None]) -> None:
