@@ -64,9 +64,14 @@ class TranscriptProjection:
         elif kind == "run.cancelled":
             self.status = "cancelled"
 
-    def render(self) -> str:
-        """Return the transcript text."""
-        head = f"council {self.council_id}: {self.status}"
+    def render(self, status: str | None = None) -> str:
+        """Return the transcript text.
+
+        Args:
+            status: The run status to show (the caller's fold may know more than the
+                transcript's, e.g. ``waiting-input``); default: the projection's own.
+        """
+        head = f"council {self.council_id}: {status or self.status}"
         if self.error:
             head += f" [{self.error.get('code')}] {self.error.get('message')}"
         out = [head]
@@ -98,9 +103,9 @@ def _indent(text: str, indent: str) -> str:
     return text.replace("\n", "\n" + indent)
 
 
-def render_transcript(events: Iterable[RunEventDoc]) -> str:
-    """Fold ``events`` and return the transcript text."""
+def render_transcript(events: Iterable[RunEventDoc], status: str | None = None) -> str:
+    """Fold ``events`` and return the transcript text (``status`` overrides the header's)."""
     projection = TranscriptProjection()
     for event in events:
         projection.apply(event)
-    return projection.render()
+    return projection.render(status)
