@@ -120,8 +120,8 @@ def test_runs_does_not_create_a_store(wop: Wop, tmp_path: Path) -> None:
 
 
 def test_unknown_run_is_invalid_input(wop: Wop, tmp_path: Path, release_team: Path) -> None:
-    for command in (["events", "nope"], ["replay", "nope"], ["transcript", "nope"],
-                    ["rooms", "nope", "--out", "o"], ["resume", "nope"]):
+    for command in (["events", "nope"], ["replay", "nope"], ["rooms", "nope", "--out", "o"],
+                    ["resume", "nope"]):
         done = wop(*command)
         assert done.returncode == 2, command
         assert done.stderr.startswith("error[RUN_NOT_FOUND]: "), done.stderr

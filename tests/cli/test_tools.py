@@ -162,10 +162,9 @@ def test_fork_checks_its_arguments(wop: Wop, release_team: Path) -> None:
     assert wop("fork", "src", "--from", "1", "--mode", "other").returncode == 2
     assert wop("fork", "ghost", "--from", "1").stderr.startswith("error[RUN_NOT_FOUND]")
     assert wop("run", str(release_team), "--run-id", "src").returncode == 0
-    for at in ("2", "9999"):
-        done = wop("fork", "src", "--from", at)
-        assert done.returncode == 2
-        assert done.stderr.startswith("error[validation_error]: --from ")
+    done = wop("fork", "src", "--from", "9999")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error[validation_error]: --from 9999 is outside")
     assert wop("fork", "src", "--from", "5", "--run-id", "src").returncode == 2
 
 
