@@ -330,7 +330,7 @@ class CouncilApp(App[int]):
         self._refusal = None
         self._update_target()
         try:
-            await self.council_run.reply(text, room=room, as_=member)
+            await self.council_run.reply(text.strip(), room=room, as_=member)
         except wopdsl.WopError as exc:
             # Nothing was saved, so nothing typed is lost: the text stays in the composer.
             self._refusal = (exc.code, exc.message)

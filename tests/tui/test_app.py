@@ -76,7 +76,7 @@ async def test_join_when_the_run_asks_the_human(db_path: Path) -> None:
         composer = app.query_one(Composer)
         assert app.focused is composer
         assert app.active_room == "board"
-        assert "founder → board · your turn" in text_of(app.query_one(Notice))
+        assert "founder → board · your turn:" in text_of(app.query_one(Notice))
         assert "waiting for founder" in text_of(app.query_one(StatusLine))
         assert text_of(app.query_one(Roster)).splitlines()[0].split() == [
             "founder", "waiting", "for", "input"]
@@ -164,7 +164,7 @@ async def test_turn_schema_and_closed_conversation_refusals(db_path: Path) -> No
         await settle(pilot, lambda: len(app.fold.rooms["desk"].messages) == 3
                      and waiting(app)())
         assert room_texts(app, "desk") == [
-            ("helper", "What do you need?"), ("me", "@helper "), ("helper", "On it.")]
+            ("helper", "What do you need?"), ("me", "@helper"), ("helper", "On it.")]
         assert composer.value == ""
 
 

@@ -75,7 +75,7 @@ class Notice(Static):
         if sending:
             text += " · sending…"
         elif turn:
-            text += " · your turn: type a reply and press Enter"
+            text += " · your turn: Enter sends, Tab completes @mentions"
         else:
             text += " · Enter sends, Tab completes @mentions"
         self.update(Text(text))
