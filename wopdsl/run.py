@@ -98,6 +98,7 @@ class Run:
         self._engine = engine
         self._state = CouncilState()
         self._task: asyncio.Task[RunStatus] | None = None
+        self._started: asyncio.Event | None = None
         self.events = EventLog(self)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
 
@@ -150,9 +151,14 @@ class Run:
     def _begin(self, *, start: bool) -> None:
         engine = self._require_engine()
 
+        started = self._started = asyncio.Event()
+
         async def go() -> RunStatus:
-            if start:
-                await engine.start()
+            try:
+                if start:
+                    await engine.start()
+            finally:
+                started.set()
             return await engine.drive()
 
         self._task = asyncio.ensure_future(go())
@@ -200,6 +206,9 @@ class Run:
         Raises:
             ValidationError: the input was refused; nothing was appended.
         """
+        if self._started is not None and not self._started.is_set():
+            # Right after council.start(): let the opening events land before posting.
+            await self._started.wait()
         if resume is not None:
             text, mentions, operation, outcome = _from_resume(resume, text, mentions)
         member = as_ or self._default_human()

@@ -125,3 +125,20 @@ async def test_start_returns_at_once_and_wait_finishes():
     run = decorated().start(store="memory:")
     assert run.status in {"pending", "running"}
     assert await run.wait() == "completed"
+
+
+async def test_reply_right_after_start_waits_for_the_opening_events():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = wopdsl.load(root / "councils" / "conformance-multi-party-council.toml").start(
+        store="memory:")
+    await run.reply("hi @conformance-council-a")
+    assert await run.wait() == "completed"
+    assert [m.sender for m in run.messages] == ["user", "conformance-council-a"]
+
+
+def test_user_code_may_name_post_rooms_by_keyword_or_wire_name():
+    assert Post(room="r", text="t").room == "r"
+    assert Post.model_validate({"roomId": "r", "text": "t"}).model_dump(by_alias=True) == {
+        "roomId": "r", "text": "t", "mentions": []}

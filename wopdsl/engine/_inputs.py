@@ -33,17 +33,23 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
     mstate = state.members[spec.id]
     brief = spec.brief
     if "{" in brief:
-        brief = member.brief(
-            {
-                "task": state.task,
-                "member": spec.id,
-                "role": spec.role,
-                "turn": inflight.turn,
-                "result": mstate.result,
-                "messages": [m.to_wire() for m in messages],
-                "triggers": [m.to_wire() for m in triggers],
-            }
-        )
+        context = {
+            "task": state.task,
+            "member": spec.id,
+            "role": spec.role,
+            "turn": inflight.turn,
+            "result": mstate.result,
+            "messages": [m.to_wire() for m in messages],
+            "triggers": [m.to_wire() for m in triggers],
+        }
+        try:
+            brief = member.brief(context)
+        except Exception as exc:  # noqa: BLE001 - a bad template fails this turn, not the host.
+            raise TurnError(
+                "validation_error",
+                f"the brief of {spec.id} failed to render ({type(exc).__name__}: {exc}); "
+                "fix the brief template",
+            ) from None
     turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
                     messages, triggers)
     _check_input_size(turn, member.max_input_bytes)

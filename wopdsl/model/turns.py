@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictStr
 
 __all__ = ["Message", "Post", "Reply", "Turn"]
 
@@ -16,7 +16,9 @@ class Post(BaseModel):
         frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
     )
 
-    room: StrictStr = Field(alias="roomId")
+    room: StrictStr = Field(
+        validation_alias=AliasChoices("room", "roomId"), serialization_alias="roomId"
+    )
     """The room to post in (``roomId`` in JSON)."""
     text: StrictStr
     """The message text."""
@@ -63,7 +65,9 @@ class Message(BaseModel):
 
     id: str
     """``team/{sender}/{position}/{postIndex}``."""
-    room: str = Field(alias="roomId")
+    room: str = Field(
+        validation_alias=AliasChoices("room", "roomId"), serialization_alias="roomId"
+    )
     """The room it was posted in."""
     sender: str
     """The member who posted it."""
