@@ -124,3 +124,17 @@ def test_events_follow_ends_when_the_run_completes(wop: Wop, tmp_path: Path,
     assert [e["sequence"] for e in events] == list(range(len(events)))
     assert events[-1]["type"] == "run.completed"
     assert events == stored_events(tmp_path / DB, "h7")
+
+
+def test_control_characters_are_escaped_on_the_terminal(wop: Wop, tmp_path: Path,
+                                                        human_council: Path) -> None:
+    assert wop("run", str(human_council), "--run-id", "h8").returncode == 3
+
+    done = wop("reply", "h8", "--room", "desk", "\x1b[2Jgone\rover\nsecond line")
+
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+    assert "[desk] me team/me/2/0: \\x1b[2Jgone\\rover\n    second line" in done.stdout
+    saved = [e["payload"]["turn"]["content"]["text"] for e in stored_events(tmp_path / DB, "h8")
+             if e["type"] == "conversation.exchanged"]
+    assert saved[-1] == "\x1b[2Jgone\rover\nsecond line"  # The log keeps the exact text.

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -46,6 +47,12 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    for stream in (out, err):
+        # Text a terminal's encoding can't show is escaped, never a crash mid-transcript.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -63,9 +70,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     except KeyboardInterrupt:
         _interrupted(ctx.run_id, ctx.store_flag, out, err)
         ctx.close()
-        if threading.active_count() > 1:
-            # A sync member handler still runs in a worker thread that can't be interrupted,
-            # and Python would wait for it at exit. Everything durable is already committed.
+        if any(t.name.startswith("asyncio_") and t.is_alive() for t in threading.enumerate()):
+            # A sync member handler still runs in a loop worker thread that can't be
+            # interrupted, and Python would wait for it at exit. The log is already durable.
             os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

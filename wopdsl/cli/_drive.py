@@ -25,7 +25,7 @@ from wopdsl.cli._targets import (
     council_of_run,
     load_council,
 )
-from wopdsl.engine import fork
+from wopdsl.engine import TERMINAL, fork
 
 T = TypeVar("T")
 
@@ -103,6 +103,9 @@ def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> in
         print_json(run_json(run.run_id, state), ctx.out)
     else:
         print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag)
+    if state.status not in TERMINAL and ctx.is_memory:
+        print("note: the memory: store ends with this command, and the run with it; use a "
+              "store file to continue it later", file=ctx.err, flush=True)
     return exit_code_for_status(state.status)
 
 

@@ -17,7 +17,7 @@ from wopdsl import (
     WopError,
 )
 from wopdsl.errors import CODES
-from wopdsl.projections import format_line
+from wopdsl.projections import escape, format_line
 from wopdsl.protocol import RunEventDoc
 
 EXIT_OK: Final = 0
@@ -71,14 +71,24 @@ def exit_code_for_error(error: WopError) -> int:
     return EXIT_FAILED
 
 
+def terminal_safe(text: str) -> str:
+    r"""Escape control characters (ANSI sequences, ``\r`` ...) but keep line breaks.
+
+    Message text comes from members and people; printed raw it could move the cursor or
+    rewrite earlier lines of the terminal.
+    """
+    return "\n".join(escape(part) for part in text.split("\n"))
+
+
 def message_line(event: RunEventDoc) -> str:
     """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``."""
     turn = event["payload"]["turn"]
     content = turn.get("content") or {}
     room = turn.get("groupId") or event.get("nodeId", "room:")[5:]
-    return f"[{room}] " + format_line(turn["from"], turn["messageId"],
-                                      list(content.get("mentions", [])),
-                                      str(content.get("text", "")), indent="    ")
+    mentions = [terminal_safe(str(m)) for m in content.get("mentions", [])]
+    return f"[{terminal_safe(room)}] " + format_line(
+        terminal_safe(turn["from"]), terminal_safe(turn["messageId"]), mentions,
+        terminal_safe(str(content.get("text", ""))), indent="    ")
 
 
 @dataclass
@@ -140,7 +150,7 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                 summary = "(failed)"
             else:
                 summary = "(no turn)"
-            text = f"  {member.id} ({member.role}): {summary.rstrip()}"
+            text = terminal_safe(f"  {member.id} ({member.role}): {summary.rstrip()}")
             print(text.replace("\n", "\n    "), file=out)
     for divergence in state.divergences:
         print(f"replay diverged from {divergence.get('sourceRunId')} at "

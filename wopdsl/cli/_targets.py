@@ -46,6 +46,11 @@ class Context:
         return self.store_arg or os.environ.get("WOP_STORE") or DEFAULT_STORE
 
     @property
+    def is_memory(self) -> bool:
+        """Whether the store is ``memory:`` (gone when the command ends)."""
+        return self.store_target in _MEMORY
+
+    @property
     def store_flag(self) -> str:
         """`` --store PATH`` to repeat in hints, or ``""`` for the default store."""
         if self.store_arg is None:
