@@ -1,0 +1,31 @@
+"""The discovery document builder behind `wop capabilities`."""
+
+from __future__ import annotations
+
+import pytest
+
+from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS as ENGINE_DEFAULT
+from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS, capabilities
+
+
+def test_defaults_match_the_limit_the_engine_enforces() -> None:
+    assert DEFAULT_MAX_PARTICIPANTS == ENGINE_DEFAULT
+    assert capabilities()["multiPartyConversation"]["maxParticipants"] == ENGINE_DEFAULT
+
+
+def test_required_v1_keys_and_consistency() -> None:
+    doc = capabilities(4, implementation={"name": "x", "version": "1"})
+    assert doc["protocolVersion"] == "1.0"
+    assert doc["implementation"] == {"name": "x", "version": "1"}
+    assert set(doc["schemaVersions"]) == set(doc["supportedEnvelopes"])
+    assert all(isinstance(v, int) and v >= 0 for v in doc["schemaVersions"].values())
+    assert all(isinstance(v, int) and v >= 0 for v in doc["limits"].values())
+    assert doc["conversationPrimitive"] is True
+    assert doc["multiPartyConversation"] == {"supported": True, "maxParticipants": 4}
+    assert capabilities() is not capabilities()  # A fresh dict each time.
+
+
+@pytest.mark.parametrize("bad", [1, 0, -3, True])
+def test_a_multi_party_host_allows_at_least_two(bad: int) -> None:
+    with pytest.raises(ValueError, match="maxParticipants must be an integer >= 2"):
+        capabilities(bad)
