@@ -89,6 +89,9 @@ class Engine:
         self._pending: list[RunEventDoc] = []
         self._lock = asyncio.Lock()
         self._deadline: float | None = None
+        self._rosters: dict[str, frozenset[str]] = {}
+        self._stamp_second = -1
+        self._stamp_prefix = ""
 
     # -- public operations -----------------------------------------------------------------
 
@@ -390,9 +393,14 @@ class Engine:
         self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id, turn),
                    node_id=p.room_node_id(room_id), causation=room.last_event_id)
 
-    def _roster(self, room_id: str) -> set[str]:
-        room = self.graph.rooms[room_id]
-        return {p.agent_ref(m) for m in room.members if not self.graph.members[m].human}
+    def _roster(self, room_id: str) -> frozenset[str]:
+        roster = self._rosters.get(room_id)
+        if roster is None:  # The graph never changes: build each room's roster once.
+            room = self.graph.rooms[room_id]
+            roster = frozenset(p.agent_ref(m) for m in room.members
+                               if not self.graph.members[m].human)
+            self._rosters[room_id] = roster
+        return roster
 
     def _close_room(self, room_id: str, outcome: Any, text: str) -> None:
         room = self.state.rooms[room_id]
@@ -527,7 +535,7 @@ class Engine:
             "runId": self.run_id,
             "type": type_,
             "payload": payload,
-            "timestamp": iso_ms(self._ms()),
+            "timestamp": self._timestamp(self._ms()),
             "sequence": sequence,
             "schemaVersion": SCHEMA_VERSION,
         }
@@ -539,6 +547,14 @@ class Engine:
         self.state.apply(event)
         self._pending.append(event)
         return event
+
+    def _timestamp(self, ms: int) -> str:
+        """``iso_ms(ms)``, formatting the date and time once per second, not once per event."""
+        second, millis = divmod(ms, 1000)
+        if second != self._stamp_second:
+            self._stamp_prefix = iso_ms(second * 1000)[:-5]  # Drops ".000Z".
+            self._stamp_second = second
+        return f"{self._stamp_prefix}.{millis:03d}Z"
 
     def _flush(self) -> None:
         if not self._pending:
