@@ -1,0 +1,54 @@
+"""Smoke test of the benchmark harness: it runs end to end and prints its table.
+
+No timing is asserted (that is what ``bench/run.py`` reports, on a quiet machine).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "run.py"
+
+
+def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--turns", "20,50", "--members", "3",
+         "--repeat", "1", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("workload") and "µs/turn" in line for line in lines)
+    for engine in ("script", "python"):
+        rows = [line for line in lines if line.startswith(f"{engine} N=3")]
+        assert [row.split()[2] for row in rows] == ["20", "50"]
+    assert "checks:" in proc.stdout
+    assert "O(tail) input" in proc.stdout
+    data = json.loads(out.read_text())
+    results = {(r["engine"], r["turns"]): r for r in data["results"]}
+    assert set(results) == {("script", 20), ("script", 50), ("python", 20), ("python", 50)}
+    for result in results.values():
+        # W(N, T) is exactly T member turns: one node.started + node.completed per turn,
+        # one message per turn but the last, plus the fixed opening and closing events.
+        assert result["events"] == results[(result["engine"], 20)]["events"] + 3 * (
+            result["turns"] - 20)
+        assert result["log_bytes"] > 0
+        assert result["peak_rss_mib"] > 0
+        assert result["floor_us_per_turn"] > 0
+    assert data["checks"]["tail"]["points"][-1]["input_messages"] == 8
+
+
+def test_profile_prints_the_top_functions() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH.with_name("profile.py")), "--engine", "python",
+         "--turns", "30", "--top", "5"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "completed" in proc.stdout
+    assert "== top 5 by cumulative ==" in proc.stdout
+    assert "== top 5 by tottime ==" in proc.stdout
