@@ -74,6 +74,7 @@ class CouncilApp(App[int]):
                                                "deterministic": deterministic}
         if max_participants is not None:
             self._start_options["max_participants"] = max_participants
+        self._laid_out = False
         self._rooms: list[RoomFeed] = []
         self._lists: dict[str, MessageList] = {}
         self._colors: dict[str, str] = {}
@@ -120,7 +121,7 @@ class CouncilApp(App[int]):
         breathe_at = loop.time() + _BREATHE_SECONDS
         try:
             async for _event in follow(self.council_run, self.fold):
-                if not self._rooms and self.fold.members:
+                if not self._laid_out and self.fold.run_id:
                     await self._lay_out()
                 self._schedule_sync()
                 if loop.time() >= breathe_at:
@@ -134,6 +135,7 @@ class CouncilApp(App[int]):
     async def _lay_out(self) -> None:
         """Add one tab per room and show the composer, once ``run.started`` is folded."""
         fold = self.fold
+        self._laid_out = True
         self._colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(fold.members)}
         self._rooms = list(fold.rooms.values())
         tabs = self.query_one("#rooms", TabbedContent)
@@ -183,7 +185,7 @@ class CouncilApp(App[int]):
             lines = [str(e) for e in fold.events[self._events_shown:]]
             self._events_shown = len(fold.events)
             self.query_one("#events", Log).write_lines(lines)
-        if fold.roster_changed and self._rooms:
+        if fold.roster_changed and self._laid_out:
             fold.roster_changed = False
             self.run_status = fold.status
             self.query_one(Roster).show_members(

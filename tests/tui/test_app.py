@@ -199,3 +199,14 @@ async def test_a_failed_run_shows_its_error_code(db_path: Path) -> None:
         assert status[0].startswith("team-1 │ failed │ batch 1 │")
         assert status[1].startswith("error[TEAM_NODE_FAILED] (writer): member writer failed")
         assert text_of(app.query_one(Roster)).splitlines()[0].split() == ["writer", "failed"]
+
+
+async def test_a_council_without_rooms(db_path: Path) -> None:
+    def solo(turn: wopdsl.Turn) -> wopdsl.Reply:
+        return wopdsl.Reply(summary="Done alone.")
+
+    app = CouncilApp(build_council({"solo": solo}, rooms={}), store=db_path, deterministic=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, finished(app))
+        assert app.active_room is None
+        assert text_of(app.query_one(Roster)).splitlines()[0].split() == ["solo", "done"]
