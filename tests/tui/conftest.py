@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
-
-pytest.importorskip("textual")
-
-from textual.pilot import Pilot
-from wopdsl_tui import CouncilApp
+if TYPE_CHECKING:
+    # Typing only: each test module skips itself first when the tui extra is missing.
+    from textual.pilot import Pilot
+    from wopdsl_tui import CouncilApp
 
 REPO = Path(__file__).resolve().parents[2]
 """The repository root (councils/ lives there)."""

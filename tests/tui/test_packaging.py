@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("textual")
-
 from tests.tui.conftest import REPO
 
 
 def test_the_tui_imports_as_wopdsl_tui_only(tmp_path: Path) -> None:
+    pytest.importorskip("textual")
     # Outside the repository (no source tree on sys.path), as an installed package is used.
     code = ("import importlib.util, wopdsl_tui\n"
             "print(wopdsl_tui.__file__, importlib.util.find_spec('tui'))")
