@@ -40,7 +40,7 @@ class Council:
     or load one from TOML with :func:`load`. Either way, ``await council.arun()`` runs it.
     """
 
-    def __init__(self, id: str, *, task: str, **settings: Any) -> None:  # noqa: A002
+    def __init__(self, id: str, *, task: str, **settings: Any) -> None:
         self._settings: dict[str, Any] = {"id": id, "task": task, **settings}
         self._rooms: list[dict[str, Any]] = []
         self._members: list[dict[str, Any]] = []
@@ -56,7 +56,9 @@ class Council:
     # -- building --------------------------------------------------------------------------
 
     @classmethod
-    def from_spec(cls, spec: CouncilSpec, *, source: str | os.PathLike[str] | None = None) -> Council:
+    def from_spec(
+        cls, spec: CouncilSpec, *, source: str | os.PathLike[str] | None = None
+    ) -> Council:
         """Wrap an existing spec (e.g. one loaded from TOML)."""
         council = cls(spec.council.id, task=spec.council.task)
         council._spec = spec
@@ -66,7 +68,7 @@ class Council:
             council.base_dir = Path(source).resolve().parent
         return council
 
-    def room(self, id: str, *, members: list[str], title: str | None = None,  # noqa: A002
+    def room(self, id: str, *, members: list[str], title: str | None = None,
              turn_schema: dict[str, Any] | None = None) -> Council:
         """Declare a room (returns the council, so calls can chain)."""
         self._mutable()
@@ -78,7 +80,7 @@ class Council:
         self._rooms.append(entry)
         return self
 
-    def member(self, id: str | None = None, *, role: str, brief: str = "",  # noqa: A002
+    def member(self, id: str | None = None, *, role: str, brief: str = "",
                initial_turn: bool = True, **options: Any) -> Callable[[F], F]:
         """Declare a python member whose turns ``fn(turn)`` produces (sync or async).
 
@@ -94,7 +96,7 @@ class Council:
 
         return decorate
 
-    def add_member(self, id: str, *, role: str, brief: str = "", initial_turn: bool = True,  # noqa: A002
+    def add_member(self, id: str, *, role: str, brief: str = "", initial_turn: bool = True,
                    engine: str = "python", **options: Any) -> Council:
         """Declare a member without a decorator (``engine="human"`` or ``"script"``)."""
         self._mutable()
@@ -107,7 +109,7 @@ class Council:
         self._members.append(entry)
         return self
 
-    def human(self, id: str, *, role: str = "user", brief: str = "",  # noqa: A002
+    def human(self, id: str, *, role: str = "user", brief: str = "",
               initial_turn: bool = False, **options: Any) -> Council:
         """Declare a human member (turns come from a person, via ``Run.reply``)."""
         return self.add_member(id, role=role, brief=brief, initial_turn=initial_turn,

@@ -107,13 +107,12 @@ class Run:
     @property
     def state(self) -> CouncilState:
         """The folded state, caught up with the log."""
-        for event in self.store.read(self.run_id, self._state.last_sequence):
-            self._state.apply(event)
+        self._state.apply_all(self.store.read(self.run_id, self._state.last_sequence))
         return self._state
 
     @property
     def status(self) -> RunStatus:
-        """``pending``, ``running``, ``waiting-input``, ``completed``, ``failed`` or ``cancelled``."""
+        """The run status (``pending`` … ``waiting-input`` … ``completed``/``failed``)."""
         return self.state.status
 
     @property

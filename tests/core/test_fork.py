@@ -19,7 +19,8 @@ def store(tmp_path):
 
 
 def _member_starts(events):
-    return [e for e in events if e["type"] == "node.started" and not e["nodeId"].startswith("room:")]
+    return [e for e in events
+            if e["type"] == "node.started" and not e["nodeId"].startswith("room:")]
 
 
 async def test_replay_fork_of_deterministic_council_gives_identical_channels(store):

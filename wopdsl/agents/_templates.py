@@ -27,7 +27,9 @@ def _environment() -> Any:
     from jinja2 import StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
-    return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    return SandboxedEnvironment(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
+    )
 
 
 def compile_template(text: str) -> Renderer:

@@ -71,7 +71,7 @@ class ScriptAgent(MemberAgent):
                     {"roomId": p.room, "text": p.text(context), "mentions": list(p.mentions)}
                     for p in step.posts
                 ]
-        except Exception as exc:  # noqa: BLE001 - any template failure fails just this turn.
+        except Exception as exc:
             raise TurnError(
                 "RESULT_INVALID",
                 f"script step {turn.turn} of {turn.member} failed to render: {exc}",

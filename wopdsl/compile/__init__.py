@@ -21,7 +21,7 @@ from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 __all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile"]
 
 
-def compile(  # noqa: A001 - the builder/compile pair reads best with this name.
+def compile(
     spec: CouncilSpec,
     handlers: Mapping[str, Handler] | None = None,
     *,
@@ -121,7 +121,9 @@ def _schema_checker(
         problems.append(Problem("turn_schema needs the jsonschema package", path=path,
                                 hint="pip install 'wopdsl[conformance]'"))
         return None
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator_cls = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )
     try:
         validator_cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -163,7 +165,7 @@ def _agent(
         return None
     try:
         return PythonAgent(import_handler(member.handler, base_dir))
-    except Exception as exc:  # noqa: BLE001 - any import failure is a declaration problem.
+    except Exception as exc:
         problems.append(Problem(f"cannot import handler '{member.handler}': {exc}",
                                 path=f"members[{index}].handler",
                                 hint="name a module:function importable from the council "

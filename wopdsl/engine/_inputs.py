@@ -44,7 +44,7 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
         }
         try:
             brief = member.brief(context)
-        except Exception as exc:  # noqa: BLE001 - a bad template fails this turn, not the host.
+        except Exception as exc:
             raise TurnError(
                 "validation_error",
                 f"the brief of {spec.id} failed to render ({type(exc).__name__}: {exc}); "

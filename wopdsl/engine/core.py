@@ -20,7 +20,7 @@ from wopdsl._ids import (
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result, post_problem
-from wopdsl.engine.state import TERMINAL, CouncilState, Inflight, RunStatus
+from wopdsl.engine.state import CouncilState, Inflight, RunStatus
 from wopdsl.errors import DeclarationError, StoreConflict, TurnError, ValidationError
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.envelope import SCHEMA_VERSION, RunEventDoc
@@ -354,7 +354,7 @@ class Engine:
                 raise  # this turn was cancelled (run cancelled, detached or timed out)
             # The handler let a CancelledError of its own escape: that fails the turn only.
             return TurnError("TEAM_NODE_FAILED", f"{member.id} raised CancelledError")
-        except Exception as exc:  # noqa: BLE001 - a raising handler fails its turn, not the host.
+        except Exception as exc:
             return TurnError("TEAM_NODE_FAILED",
                              f"{member.id} raised {type(exc).__name__}: {exc}")
 
@@ -568,8 +568,7 @@ class Engine:
             raise
 
     def _catch_up(self) -> None:
-        for event in self.store.read(self.run_id, self.state.last_sequence):
-            self.state.apply(event)
+        self.state.apply_all(self.store.read(self.run_id, self.state.last_sequence))
 
 
 _HUMAN_HINT: Final = "post as a human member, in one of its rooms, mentioning members of that room"

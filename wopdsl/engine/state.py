@@ -13,7 +13,7 @@ from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
 
-__all__ = ["CouncilState", "Inflight", "MemberState", "RoomState", "RunStatus", "TERMINAL"]
+__all__ = ["TERMINAL", "CouncilState", "Inflight", "MemberState", "RoomState", "RunStatus"]
 
 RunStatus = Literal["pending", "running", "waiting-input", "completed", "failed", "cancelled"]
 """Run status, named as in the OpenWOP ``RunSnapshot``."""

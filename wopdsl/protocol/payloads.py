@@ -58,7 +58,9 @@ def interrupt_requested(conversation_id: str, title: str) -> dict[str, Any]:
     }
 
 
-def system_turn(conversation_id: str, index: int, text: str, ts: int, room_id: str) -> dict[str, Any]:
+def system_turn(
+    conversation_id: str, index: int, text: str, ts: int, room_id: str
+) -> dict[str, Any]:
     """A host-emitted ``system`` turn (opening with the task, or closing)."""
     return {
         "messageId": f"{conversation_id}:{index}:system",
