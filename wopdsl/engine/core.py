@@ -257,8 +257,17 @@ class Engine:
 
     async def _run_batch(self, batch: list[Inflight]) -> None:
         tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
+        pending: set[asyncio.Task[dict[str, Any] | TurnError]] = set()
         try:
-            _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
+            if len(tasks) == 1 and self._deadline is None:
+                # The common one-turn batch without a council deadline awaits its task
+                # directly: asyncio.wait costs a waiter future and callbacks on every turn.
+                await tasks[0]
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
+            else:
+                _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
         except asyncio.CancelledError:
             # The drive was stopped (Run.detach, cancel): its turns stop with it, unsaved.
             for task in tasks:
