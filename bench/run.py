@@ -59,7 +59,7 @@ def _maxrss_mib() -> float:
 
 
 def child(job: dict[str, Any]) -> dict[str, Any]:
-    from workload import CountingStore, build_council, run_once
+    from workload import CountingStore, build_council, run_engine_only, run_once
 
     engine, n, turns, repeat = job["engine"], job["n"], job["turns"], job["repeat"]
     rss_start = _maxrss_mib()
@@ -95,6 +95,10 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         out.update(_log_size(warm_db, turns))
         out.update(_floor(warm_db, store.batches, turns, Path(tmp), max(repeat, 3)))
         out.update(_replay(warm_db, max(repeat, 3)))
+        engine = [run_engine_only(council) for _ in range(max(repeat, 3))]
+        if any(t.status != "completed" or t.events != warm.events for t in engine):
+            raise SystemExit("the engine-only run did not match the durable run")
+        out["engine_us_per_turn"] = statistics.median(t.wall for t in engine) / turns * 1e6
         if job.get("tail"):
             out["tail"] = _tail_check(council, warm_db)
     return out
@@ -288,6 +292,11 @@ def _machine() -> dict[str, Any]:
             "platform": platform.platform(), "cpus": os.cpu_count()}
 
 
+def _largest(results: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
+    same = [x for x in results if x["engine"] == row["engine"] and x["n"] == row["n"]]
+    return max(same, key=lambda x: x["turns"])
+
+
 def _report(results: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     m = _machine()
     lines = [f"wopdsl benchmark: W(N, T), tail_messages = 8, SQLite {m['sqlite']} WAL "
@@ -307,6 +316,22 @@ def _report(results: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
             f"{r['replay_attach_ms']:>9.1f}")
     lines += ["", "floor  = the run's own events and transactions, raw sqlite3 inserts, µs/turn",
               "floor1 = the same events with one commit per turn"]
+    lines += ["", "where a turn's time goes (µs/turn, largest T of each workload):",
+              f"  {'workload':<12} {'total':>7} {'floor':>7} {'engine':>7} {'refold':>7} "
+              f"{'rest':>7}"]
+    for r in results:
+        if r is not _largest(results, r):
+            continue
+        refold = r["replay_attach_ms"] * 1000 / r["turns"]
+        rest = r["us_per_turn"] - r["floor_us_per_turn"] - r["engine_us_per_turn"] - refold
+        lines.append(f"  {r['engine'] + ' N=' + str(r['n']):<12} {r['us_per_turn']:>7.1f} "
+                     f"{r['floor_us_per_turn']:>7.1f} {r['engine_us_per_turn']:>7.1f} "
+                     f"{refold:>7.1f} {rest:>7.1f}")
+    lines += ["  floor  = SQLite itself (inserts and commits of the same rows)",
+              "  engine = the engine on a store that keeps nothing (no JSON, no SQLite)",
+              "  refold = Run.state folding the whole log once when arun() returns "
+              "(= attach().result)",
+              "  rest   = JSON encoding, store checks, compile and opening, the GC, noise"]
     checks: dict[str, Any] = {"target_us": [], "flat": [], "replay": [], "tail": None}
     lines += ["", "checks:"]
     for r in results:
@@ -334,8 +359,7 @@ def _report(results: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
                      f"T={small['turns']:,} = {wall:.2f} (cpu {cpu:.2f}) "
                      f"{'PASS' if ok else 'MISS'} (limit {FLAT_LIMIT})")
     for r in results:
-        if r is max((x for x in results if x["engine"] == r["engine"] and x["n"] == r["n"]),
-                    key=lambda x: x["turns"]):
+        if r is _largest(results, r):
             slowest = max(r["replay_fold_ms"], r["replay_attach_ms"]) / 1000
             ok = slowest < REPLAY_LIMIT_S
             checks["replay"].append({"engine": r["engine"], "n": r["n"], "turns": r["turns"],

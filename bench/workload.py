@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wopdsl import Council, Post, Reply, SqliteStore, Turn
+from wopdsl import Council, Engine, Post, Reply, SqliteStore, Turn
+from wopdsl.store.base import EventStore, RunInfo
 
 ROOM = "all"
 TAIL = 8
@@ -103,6 +104,25 @@ class CountingStore(SqliteStore):
         super().append(run_id, events, expected_sequence)
 
 
+class NullStore(EventStore):
+    """Accepts appends and keeps nothing: times the engine without JSON or SQLite."""
+
+    def __init__(self) -> None:
+        self.last = -1
+
+    def append(self, run_id: str, events: Any, expected_sequence: int) -> None:
+        self.last += len(events)
+
+    def read(self, run_id: str, after: int = -1) -> list[Any]:
+        return []
+
+    def runs(self) -> list[RunInfo]:
+        return []
+
+    def last_sequence(self, run_id: str) -> int:
+        return self.last
+
+
 @dataclass
 class Timing:
     wall: float
@@ -126,5 +146,20 @@ def run_once(council: Council, store: SqliteStore | str) -> Timing:
         status = run.status
         run.store.close()
         return Timing(wall, cpu, status, events)
+
+    return asyncio.run(go())
+
+
+def run_engine_only(council: Council) -> Timing:
+    """Run the compiled council's engine on a ``NullStore``: the engine's own cost per turn."""
+    graph = council.compile()
+
+    async def go() -> Timing:
+        engine = Engine(graph, NullStore(), RUN_ID)
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        await engine.start()
+        status = await engine.drive()
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        return Timing(wall, cpu, status, engine.state.last_sequence + 1)
 
     return asyncio.run(go())

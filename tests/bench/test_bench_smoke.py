@@ -27,6 +27,7 @@ def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
         rows = [line for line in lines if line.startswith(f"{engine} N=3")]
         assert [row.split()[2] for row in rows] == ["20", "50"]
     assert "checks:" in proc.stdout
+    assert "where a turn's time goes" in proc.stdout
     assert "O(tail) input" in proc.stdout
     data = json.loads(out.read_text())
     results = {(r["engine"], r["turns"]): r for r in data["results"]}
@@ -39,6 +40,7 @@ def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
         assert result["log_bytes"] > 0
         assert result["peak_rss_mib"] > 0
         assert result["floor_us_per_turn"] > 0
+        assert result["engine_us_per_turn"] > 0
     assert data["checks"]["tail"]["points"][-1]["input_messages"] == 8
 
 
