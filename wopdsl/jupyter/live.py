@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import html
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from wopdsl.jupyter.render import RunView, run_view, view_html
 from wopdsl.jupyter.reply import ReplyBox
@@ -271,5 +272,6 @@ def _execution_count() -> int | None:
         from IPython.core.getipython import get_ipython
     except ImportError:  # pragma: no cover - show() checked IPython already.
         return None
-    shell: Any = get_ipython()  # type: ignore[no-untyped-call]
+    # IPython 8 leaves get_ipython untyped and IPython 9 types it: one spelling for both.
+    shell: Any = cast("Callable[[], Any]", get_ipython)()
     return None if shell is None else int(shell.execution_count)
