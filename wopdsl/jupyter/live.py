@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl.jupyter.render import RunView, run_view, view_html
 from wopdsl.jupyter.reply import ReplyBox
@@ -273,5 +272,6 @@ def _execution_count() -> int | None:
     except ImportError:  # pragma: no cover - show() checked IPython already.
         return None
     # IPython 8 leaves get_ipython untyped and IPython 9 types it: one spelling for both.
-    shell: Any = cast("Callable[[], Any]", get_ipython)()
+    getter: Any = get_ipython
+    shell: Any = getter()
     return None if shell is None else int(shell.execution_count)
