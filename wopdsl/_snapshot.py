@@ -7,18 +7,6 @@ from typing import Any
 from wopdsl.engine.state import CouncilState
 
 
-def member_phase(state: CouncilState, member_id: str) -> str:
-    """Return ``queued``, ``running``, ``waiting``, ``failed``, ``done`` or ``idle``."""
-    member = state.members[member_id]
-    if member_id in state.inflight:
-        return "running"
-    if member_id in state.queue:
-        return "waiting" if member.human else "queued"
-    if member.failed:
-        return "failed"
-    return "done" if member.turns else "idle"
-
-
 def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:
     """Per-room turn lists: deterministic (no timestamps), byte-identical on replay."""
     return {
@@ -50,7 +38,7 @@ def build_snapshot(state: CouncilState) -> dict[str, Any]:
     nodes: dict[str, Any] = {}
     for member_id, member in state.members.items():
         nodes[member_id] = {
-            "status": member_phase(state, member_id),
+            "status": state.member_phase(member_id),
             "role": member.role,
             "engine": member.engine,
             "turns": member.turns,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
 from wopdsl.engine._construct import new_turn
 from wopdsl.engine.state import CouncilState, Inflight
@@ -65,7 +65,7 @@ def _check_input_size(turn: Turn, limit: int) -> None:
         estimate += len(json.dumps(turn.result))
     if estimate * 4 < limit:
         return
-    size = len(json.dumps(_input_data(turn), ensure_ascii=False).encode())
+    size = len(json.dumps(turn_context(turn), ensure_ascii=False).encode())
     if size > limit:
         raise TurnError(
             "validation_error",
@@ -73,15 +73,3 @@ def _check_input_size(turn: Turn, limit: int) -> None:
             {"bytes": size, "limit": limit},
         )
 
-
-def _input_data(turn: Turn) -> dict[str, Any]:
-    return {
-        "task": turn.task,
-        "member": turn.member,
-        "role": turn.role,
-        "brief": turn.brief,
-        "turn": turn.turn,
-        "result": turn.result,
-        "messages": [m.to_wire() for m in turn.messages],
-        "triggers": [m.to_wire() for m in turn.triggers],
-    }

@@ -152,6 +152,17 @@ class CouncilState:
             return "waiting-input"
         return "running"
 
+    def member_phase(self, member_id: str) -> str:
+        """Return the member's phase: queued, running, waiting (for input), failed, done or idle."""
+        member = self.members[member_id]
+        if member_id in self.inflight:
+            return "running"
+        if member_id in self.queue:
+            return "waiting" if member.human else "queued"
+        if member.failed:
+            return "failed"
+        return "done" if member.turns else "idle"
+
     @property
     def waiting_for(self) -> list[str]:
         """Human members whose requested turn is pending."""

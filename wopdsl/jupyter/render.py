@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from wopdsl.engine.state import CouncilState
     from wopdsl.run import Run
 
 __all__ = ["MemberRow", "MessageRow", "RoomSection", "RunView", "run_html", "run_markdown",
@@ -138,7 +137,7 @@ def run_view(run: Run, *, tail: int | None = None) -> RunView:
         summary = result.get("summary")
         roster.append(MemberRow(
             id=member_id, role=member.role, engine=member.engine,
-            state=_phase(state, member_id), turns=member.turns, max_turns=member.cap,
+            state=state.member_phase(member_id), turns=member.turns, max_turns=member.cap,
             summary=summary if isinstance(summary, str) else None))
     rooms = []
     for room_id, room in state.rooms.items():
@@ -156,18 +155,6 @@ def run_view(run: Run, *, tail: int | None = None) -> RunView:
         events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
         waiting_for=tuple(state.waiting_for),
         error=dict(state.error) if state.error and status == "failed" else None)
-
-
-def _phase(state: CouncilState, member_id: str) -> str:
-    """A member's state, as ``run.snapshot()["nodeStates"][member]["status"]`` names it."""
-    member = state.members[member_id]
-    if member_id in state.inflight:
-        return "running"
-    if member_id in state.queue:
-        return "waiting" if member.human else "queued"
-    if member.failed:
-        return "failed"
-    return "done" if member.turns else "idle"
 
 
 # -- HTML ------------------------------------------------------------------------------------
