@@ -30,3 +30,10 @@ def test_rendered_error_points_at_its_doc_anchor():
     text = DeclarationError("bad").render()
     assert text.startswith("error[DECLARATION_INVALID]: ")
     assert "docs/errors.md#declaration_invalid" in text
+
+
+def test_release_team_council_is_the_published_example():
+    from tests.published import RELEASE_TEAM_TOML
+
+    council = (ROOT / "councils" / "release-team.toml").read_text(encoding="utf-8")
+    assert council == RELEASE_TEAM_TOML

@@ -16,6 +16,7 @@ from tests.engine.helpers import (
     say,
     wait_for,
 )
+from tests.published import RELEASE_TEAM_TOML, REVIEWER_TEXT
 from wopdsl import Council, Reply, Turn
 from wopdsl.declare import loads_spec
 
@@ -296,41 +297,7 @@ async def test_message_ids_use_dispatch_position_and_post_index(make_council: Ma
     assert starts == [("quiet", 1, 1), ("chatty", 2, 1), ("quiet", 3, 2)]
 
 
-PUBLISHED_TOML = """\
-[council]
-id = "release-team"
-version = 1
-task = "Prepare a release note."
-global_concurrency = 1
-max_turns_per_member = 2
-tail_messages = 3
-
-[[rooms]]
-id = "review"
-members = ["writer", "reviewer"]
-
-[[members]]
-id = "writer"
-role = "writer"
-brief = "Draft the release note."
-engine = "script"
-script = [
-  { summary = "Review requested.", posts = [{ room = "review", text = "Please review: {{ task }}", mentions = ["reviewer"] }] },
-  { summary = "Finished {{ task }}: {{ triggers[0].text }}" },
-]
-
-[[members]]
-id = "reviewer"
-role = "reviewer"
-brief = "Check the draft."
-initial_turn = false
-engine = "script"
-script = [
-  { summary = "Draft checked.", posts = [{ room = "review", text = "Reviewed {{ triggers[0].id }}: {{ triggers[0].text }}", mentions = ["writer"] }] },
-]
-"""  # noqa: E501 - the council file exactly as DESIGN.md §4 prints it.
-
-REVIEWER_TEXT = "Reviewed team/writer/1/0: Please review: Prepare a release note."
+PUBLISHED_TOML = RELEASE_TEAM_TOML
 
 
 async def test_the_published_example_from_toml(db_path: Path) -> None:
