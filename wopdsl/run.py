@@ -99,6 +99,9 @@ class Run:
         self._state = CouncilState()
         self._task: asyncio.Task[RunStatus] | None = None
         self._started: asyncio.Event | None = None
+        if engine is not None:
+            # Fold what our own engine appends as it goes: no re-read of the log afterwards.
+            engine.listeners.append(self._on_appended)
         self.events = EventLog(self)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
 
@@ -109,6 +112,10 @@ class Run:
         """The folded state, caught up with the log."""
         self._state.apply_all(self.store.read(self.run_id, self._state.last_sequence))
         return self._state
+
+    def _on_appended(self, events: list[RunEventDoc]) -> None:
+        if events and events[0]["sequence"] == self._state.last_sequence + 1:
+            self._state.apply_all(events)
 
     @property
     def status(self) -> RunStatus:
@@ -282,6 +289,7 @@ class Run:
                 source=state.metadata.get("source"))
             self.council = council
             self._engine = engine_for(council.compile(), self.store, self.run_id)
+            self._engine.listeners.append(self._on_appended)
         return self._engine
 
     def _default_human(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -87,6 +88,8 @@ class Engine:
             clock = FixedClock(start_ms=parse_iso_ms(events[-1]["timestamp"]) + 1)
         self.clock: Clock = clock or SystemClock()
         self._pending: list[RunEventDoc] = []
+        self.listeners: list[Callable[[list[RunEventDoc]], None]] = []
+        """Called with each batch of events once it is durable (in this process)."""
         self._lock = asyncio.Lock()
         self._deadline: float | None = None
         self._rosters: dict[str, frozenset[str]] = {}
@@ -575,6 +578,8 @@ class Engine:
             # The speculative state is ahead of the log: rebuild it from what is durable.
             self.state = CouncilState.fold(self.store.read(self.run_id))
             raise
+        for listener in self.listeners:
+            listener(events)
 
     def _catch_up(self) -> None:
         self.state.apply_all(self.store.read(self.run_id, self.state.last_sequence))
