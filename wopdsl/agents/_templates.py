@@ -40,20 +40,52 @@ def compile_template(text: str) -> Renderer:
     """
     if not _is_template(text):
         return lambda _context: text
-    return _compile_jinja(text)
+    return _compile_jinja(text)[0]
+
+
+def template_names(text: str) -> frozenset[str]:
+    """Return the top-level variables ``text`` reads (empty for a plain string).
+
+    A caller may build only these keys of a render context: any other name the template
+    uses is a Jinja2 global or undefined (and then fails to render, as with a full context).
+
+    Raises:
+        TemplateProblem: the template has a syntax error.
+    """
+    if not _is_template(text):
+        return frozenset()
+    return _compile_jinja(text)[1]
 
 
 @functools.lru_cache(maxsize=1024)
-def _compile_jinja(text: str) -> Renderer:
+def _compile_jinja(text: str) -> tuple[Renderer, frozenset[str]]:
     # Cached by text: a compiled template is immutable and renders into a fresh context each
     # call, so one can serve every step, member and compile() that uses the same text (a
     # long script repeats a few templates; Jinja2 compiles one in about a millisecond).
     # Syntax errors raise and are therefore never cached.
-    from jinja2 import TemplateSyntaxError
+    from jinja2 import TemplateSyntaxError, meta
 
+    env = _environment()
     try:
-        template = _environment().from_string(text)
+        template = env.from_string(text)
+        names = frozenset(meta.find_undeclared_variables(env.parse(text)))
     except TemplateSyntaxError as exc:
         raise TemplateProblem(exc.message or str(exc), exc.lineno) from None
-    render: Renderer = template.render
-    return render
+    # What Template.render does, minus its per-call dict copies: the context's parent is a
+    # fresh dict of the template's globals plus the caller's variables, exactly as render()
+    # builds it (new_context(..., shared=False) merges the same two).
+    root = template.root_render_func
+    new_context = template.new_context
+    template_globals = dict(template.globals)
+    concat = env.concat
+    handle_exception = env.handle_exception
+
+    def render(context: dict[str, Any]) -> str:
+        try:
+            text: str = concat(root(new_context({**template_globals, **context}, shared=True)))
+            return text
+        except Exception:
+            handle_exception()  # Re-raises the exception, with the template's traceback.
+            raise  # pragma: no cover - handle_exception always raises.
+
+    return render, names

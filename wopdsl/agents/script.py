@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
-from wopdsl.agents._templates import Renderer, compile_template
-from wopdsl.agents.base import MemberAgent, turn_context
+from wopdsl.agents._templates import Renderer, compile_template, template_names
+from wopdsl.agents.base import MemberAgent
 from wopdsl.errors import TurnError
 from wopdsl.model.spec import ScriptStep
 from wopdsl.model.turns import Turn
@@ -27,6 +27,34 @@ class _CompiledStep:
     summary: Renderer
     data: Any
     posts: tuple[_CompiledPost, ...]
+    names: tuple[str, ...]
+    """The keys of the turn context the step's templates read (built per turn)."""
+
+
+_CONTEXT: Final[dict[str, Callable[[Turn], Any]]] = {
+    # The keys of ``turn_context(turn)``, each built only when a template reads it.
+    "task": lambda turn: turn.task,
+    "member": lambda turn: turn.member,
+    "role": lambda turn: turn.role,
+    "brief": lambda turn: turn.brief,
+    "turn": lambda turn: turn.turn,
+    "result": lambda turn: turn.result,
+    "messages": lambda turn: [m.to_wire() for m in turn.messages],
+    "triggers": lambda turn: [m.to_wire() for m in turn.triggers],
+}
+
+
+def _compile_step(step: ScriptStep) -> _CompiledStep:
+    used = template_names(step.summary).union(*(template_names(p.text) for p in step.posts))
+    return _CompiledStep(
+        summary=compile_template(step.summary),
+        data=step.data,
+        posts=tuple(
+            _CompiledPost(p.room, compile_template(p.text), tuple(p.mentions))
+            for p in step.posts
+        ),
+        names=tuple(name for name in _CONTEXT if name in used),
+    )
 
 
 class ScriptAgent(MemberAgent):
@@ -39,17 +67,7 @@ class ScriptAgent(MemberAgent):
     kind: ClassVar[str] = "script"
 
     def __init__(self, steps: Sequence[ScriptStep]) -> None:
-        self.steps = tuple(
-            _CompiledStep(
-                summary=compile_template(step.summary),
-                data=step.data,
-                posts=tuple(
-                    _CompiledPost(p.room, compile_template(p.text), tuple(p.mentions))
-                    for p in step.posts
-                ),
-            )
-            for step in steps
-        )
+        self.steps = tuple(_compile_step(step) for step in steps)
 
     async def take_turn(self, turn: Turn) -> object:
         """Render step ``turn.turn`` of the script."""
@@ -61,7 +79,8 @@ class ScriptAgent(MemberAgent):
                 {"steps": len(self.steps), "turn": turn.turn},
             )
         step = self.steps[turn.turn - 1]
-        context = turn_context(turn)
+        # The same values as turn_context(turn), for the keys the templates read only.
+        context = {name: _CONTEXT[name](turn) for name in step.names}
         try:
             result: dict[str, Any] = {"summary": step.summary(context)}
             if step.data is not None:
