@@ -7,6 +7,7 @@ import json
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
 from wopdsl.engine._construct import new_turn
+from wopdsl.engine._results import result_estimate
 from wopdsl.engine.state import CouncilState, Inflight
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Message, Turn
@@ -62,7 +63,10 @@ def _check_input_size(turn: Turn, limit: int) -> None:
         len(m.text) + len(m.id) + 64 + 16 * len(m.mentions) for m in turn.messages
     )
     if turn.result is not None:
-        estimate += len(json.dumps(turn.result))
+        # The previous result: a canonical one is sized without encoding it, with the same
+        # margin as the messages (escapes and UTF-8 may take up to 6 bytes per character).
+        known = result_estimate(turn.result)
+        estimate += len(json.dumps(turn.result)) if known is None else 4 * known
     if estimate * 4 < limit:
         return
     size = len(json.dumps(turn_context(turn), ensure_ascii=False).encode())

@@ -98,11 +98,28 @@ def _looks_canonical(raw: dict[Any, Any]) -> bool:
     )
 
 
+def result_estimate(result: dict[str, Any]) -> int | None:
+    """Return a cheap size estimate of a ``{summary, posts?}`` result, ``None`` otherwise.
+
+    Counts the characters of the summary and of each post's text, plus 32 per post and per
+    mention for the rest of the JSON. Callers compare it with a safety factor before they
+    skip exact JSON sizing; a result with ``data`` (or of another shape) returns ``None``:
+    only encoding it tells its size.
+    """
+    summary = result.get("summary")
+    if "data" in result or type(summary) is not str:
+        return None
+    try:
+        return len(summary) + sum(
+            len(p["text"]) + 32 * (1 + len(p["mentions"])) for p in result.get("posts", ())
+        )
+    except (TypeError, KeyError):
+        return None
+
+
 def _check_output_size(result: dict[str, Any], limit: int, member_id: str) -> None:
-    estimate = len(result["summary"]) + sum(
-        len(p["text"]) + 32 * (1 + len(p["mentions"])) for p in result.get("posts", [])
-    )
-    if "data" not in result and estimate * 6 < limit:
+    estimate = result_estimate(result)
+    if estimate is not None and estimate * 6 < limit:
         if not _is_unicode(result["summary"]):
             raise TurnError("RESULT_INVALID", f"{member_id}: summary is not valid Unicode "
                             "(a lone surrogate)")
