@@ -99,9 +99,6 @@ class Run:
         self._state = CouncilState()
         self._task: asyncio.Task[RunStatus] | None = None
         self._started: asyncio.Event | None = None
-        if engine is not None:
-            # Fold what our own engine appends as it goes: no re-read of the log afterwards.
-            engine.listeners.append(self._on_appended)
         self.events = EventLog(self)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
 
@@ -109,13 +106,18 @@ class Run:
 
     @property
     def state(self) -> CouncilState:
-        """The folded state, caught up with the log."""
+        """The folded state, caught up with the log (treat it as read-only)."""
+        engine = self._engine
+        if engine is not None:
+            # The engine driving this run here folds every event it appends: when nothing
+            # else was appended since (and none of its own is unsaved), its state is the
+            # fold of the log. Read through the engine each time: it re-folds into a new
+            # state object when an append fails.
+            shared = engine.state
+            if engine.settled and shared.last_sequence == self.store.last_sequence(self.run_id):
+                return shared
         self._state.apply_all(self.store.read(self.run_id, self._state.last_sequence))
         return self._state
-
-    def _on_appended(self, events: list[RunEventDoc]) -> None:
-        if events and events[0]["sequence"] == self._state.last_sequence + 1:
-            self._state.apply_all(events)
 
     @property
     def status(self) -> RunStatus:
@@ -289,7 +291,6 @@ class Run:
                 source=state.metadata.get("source"))
             self.council = council
             self._engine = engine_for(council.compile(), self.store, self.run_id)
-            self._engine.listeners.append(self._on_appended)
         return self._engine
 
     def _default_human(self) -> str:

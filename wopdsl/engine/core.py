@@ -103,6 +103,11 @@ class Engine:
         """The run's status, from the folded log."""
         return self.state.status
 
+    @property
+    def settled(self) -> bool:
+        """Whether every event applied to :attr:`state` is durable (none awaits a flush)."""
+        return not self._pending
+
     async def start(self) -> None:
         """Append the run's opening events: ``run.started`` and each room's conversation.
 
