@@ -179,8 +179,8 @@ class Run:
         # Read the status and the position together: another process may append in between.
         state = self.state
         status, after = state.status, state.last_sequence
-        if status in TERMINAL:
-            # Nothing more will be appended: following the log would wait forever.
+        if status in TERMINAL or status == "waiting-input":
+            # Already stopped: nothing is appended until someone acts, so return now.
             return status
         async for _ in self._follow(after):
             pass

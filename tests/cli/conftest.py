@@ -16,6 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
+DB = Path(".wop/runs.db")
+"""The default store, relative to the directory a `wop` command runs in."""
+
 HUMAN_COUNCIL = """\
 [council]
 id = "ask-me"

@@ -8,9 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.cli.conftest import Wop, json_lines, stored_events
-
-DB = Path(".wop/runs.db")
+from tests.cli.conftest import DB, Wop, json_lines, stored_events
 
 
 def test_run_waits_for_the_human_and_says_how_to_reply(wop: Wop, human_council: Path) -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.conftest import Wop, json_lines, stored_events
-
-DB = Path(".wop/runs.db")
+from tests.cli.conftest import DB, Wop, json_lines, stored_events
 
 
 def test_events_are_json_lines_in_sequence_order(wop: Wop, tmp_path: Path,

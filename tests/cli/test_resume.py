@@ -8,9 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.conftest import Wop, stored_events
-
-DB = Path(".wop/runs.db")
+from tests.cli.conftest import DB, Wop, stored_events
 
 HANDLERS = """\
 import os

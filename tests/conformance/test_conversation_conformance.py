@@ -137,8 +137,18 @@ async def test_room_lifecycle_and_contiguous_turn_indexes(schemas, store):
 
 
 async def test_no_exchange_after_close_late_human_turn_refused(store):
-    run = await desk().arun(store=store)
+    council = Council("two-rooms", task="t", max_turns_per_member=2)
+    council.room("desk", members=["assistant", "me"])
+    council.room("lobby", members=["assistant", "me"])
+    council.human("me")
+
+    @council.member(role="assistant")
+    def assistant(turn):
+        return Reply(summary="asked", posts=[Post(room="desk", text="@me?", mentions=["me"])])
+
+    run = await council.arun(store=store)
     await run.reply(room="desk", operation="close", outcome={"decision": "Q4"})
+    assert run.status == "waiting-input"  # the person can still answer in the lobby
     closed = by_type(run.events, "conversation.closed")
     assert closed[0]["payload"]["outcome"] == {"decision": "Q4"}
     count = len(run.events)
@@ -146,6 +156,16 @@ async def test_no_exchange_after_close_late_human_turn_refused(store):
         await run.reply("one more thing", room="desk")
     assert info.value.code == "validation_error"
     assert len(run.events) == count
+    await run.reply(room="lobby", operation="close")
+    assert await run.wait() == "completed"
+
+
+async def test_closing_a_persons_last_room_drops_their_request(store):
+    run = await desk().arun(store=store)
+    await run.reply(room="desk", operation="close", outcome=None)
+    assert await run.wait() == "completed"
+    with pytest.raises(wopdsl.ValidationError, match="ended"):
+        await run.reply("late", room="desk")
 
 
 # -- roster (RFC 0101) -------------------------------------------------------------------

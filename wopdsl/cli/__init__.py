@@ -55,7 +55,14 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
                 reconfigure(errors="backslashreplace")
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        # argparse fills an optional positional (reply's TEXT) before the options that follow
+        # it, so `wop reply RUN --room R "text"` leaves the text over: take it back.
+        if extras and getattr(args, "text", "") is None and len(extras) == 1 and \
+                not extras[0].startswith("-"):
+            args.text, extras = extras[0], []
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # argparse: --help/--version exit 0, bad arguments exit 2.
         return exc.code if isinstance(exc.code, int) else 2
     ctx = Context(store_arg=args.store, out=out, err=err)

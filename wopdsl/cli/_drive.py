@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
+import sys
 import threading
 from collections.abc import Awaitable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
-from wopdsl import Council, Run, attach
+from wopdsl import Council, Run, ValidationError, attach
 from wopdsl.cli._output import (
     CommandError,
     LivePrinter,
@@ -178,11 +180,41 @@ def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
     async def go() -> int:
         run = attach(store, args.run, council=council)
         ctx.run_id = run.run_id
-        await run.reply(args.text, room=args.room, as_=args.as_)
+        await run.reply(args.text or "", room=args.room, as_=args.as_,
+                        resume=_resume_payload(args))
         await follow_while(run, printer, run.wait())
         return finish(ctx, run, printer, as_json=args.json)
 
     return run_until_stop(go())
+
+
+def _resume_payload(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The RFC 0005 §E payload of ``wop reply`` (``--payload``, ``--close``), if any."""
+    given = [args.text is not None, args.payload is not None, bool(args.close)]
+    if sum(given) != 1:
+        raise ValidationError("give exactly one of TEXT, --payload JSON or --close",
+                              hint='e.g. wop reply RUN --room R "text @member"')
+    if args.close:
+        return {"operation": "close", "outcome": _json_arg(args.outcome, "--outcome")}
+    if args.payload is not None:
+        raw = sys.stdin.read() if args.payload == "-" else args.payload
+        payload = _json_arg(raw, "--payload")
+        if not isinstance(payload, dict):
+            raise ValidationError("--payload must be a JSON object",
+                                  hint='e.g. {"operation": "exchange", "turn": {"content": '
+                                       '{"text": "hi"}}}')
+        return payload
+    return None
+
+
+def _json_arg(raw: str | None, flag: str) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{flag} is not valid JSON: {exc}",
+                              hint="quote the JSON for your shell") from None
 
 
 def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:

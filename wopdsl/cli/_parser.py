@@ -98,8 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd = add("reply", _drive.cmd_reply, "post as the human member, then continue the run")
     cmd.add_argument("run", metavar="RUN")
-    cmd.add_argument("text", metavar="TEXT", help="the message; @member asks for a turn")
+    cmd.add_argument("text", metavar="TEXT", nargs="?", default=None,
+                     help="the message; @member asks for a turn")
     cmd.add_argument("--room", required=True, metavar="ROOM")
+    cmd.add_argument("--payload", metavar="JSON",
+                     help="instead of TEXT: an RFC 0005 §E resume payload "
+                          "{operation, turn, outcome?} or bare turn fields ('-' reads stdin)")
+    cmd.add_argument("--close", action="store_true",
+                     help="close the room's conversation (RFC 0005 §E close)")
+    cmd.add_argument("--outcome", metavar="JSON", help="with --close: the conversation's outcome")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member to post as (when there are several)")
     cmd.add_argument("--council", metavar="FILE",

@@ -298,6 +298,10 @@ class CouncilState:
         if room is not None:
             room.closed = True
             room.turn_index = event["payload"]["turnIndex"]
+            # A person whose every room is closed can never answer: drop their request.
+            for member_id in [m for m in self.queue if self.members[m].human]:
+                if all(self.rooms[r].closed for r in self.members[member_id].rooms):
+                    del self.queue[member_id]
 
     def _room_of(self, event: RunEventDoc) -> RoomState | None:
         node = event.get("nodeId", "")
