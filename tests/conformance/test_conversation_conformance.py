@@ -372,3 +372,28 @@ def test_capabilities_document(tmp_path):
     for key in ("supportedEnvelopes", "schemaVersions", "limits"):
         assert key in doc
     assert set(doc["limits"]) >= {"clarificationRounds", "schemaRounds", "envelopesPerTurn"}
+
+
+async def test_own_wire_models_parse_every_conversation_payload(store):
+    from wopdsl.protocol.conversation import (
+        ConversationClosed,
+        ConversationExchanged,
+        ConversationOpened,
+    )
+
+    models = {"conversation.opened": ConversationOpened,
+              "conversation.exchanged": ConversationExchanged,
+              "conversation.closed": ConversationClosed}
+    run = await wopdsl.load(COUNCILS / "incident-response.toml").arun(store=store)
+    waiting = await desk().arun(store=store)
+    await waiting.reply("Q4 @assistant", room="desk")
+    await waiting.wait()
+    seen = set()
+    for event in [*run.events, *waiting.events]:
+        model = models.get(event["type"])
+        if model is not None:
+            parsed = model.model_validate(event["payload"])
+            assert parsed.model_dump(by_alias=True, exclude_none=True) == {
+                k: v for k, v in event["payload"].items() if v is not None}
+            seen.add(event["type"])
+    assert seen == set(models)
