@@ -92,6 +92,8 @@ class SqliteStore(EventStore):
         self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._closed = False
+        self._written: dict[str, int] = {}
+        """Per run: the last sequence this object committed (see :meth:`append`)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -132,14 +134,30 @@ class SqliteStore(EventStore):
         first = events[0]
         with self._lock:
             conn = self._conn
+            # The last sequence this object committed for the run. The log only grows, and
+            # every writer appends right after the run's last event, so while nobody else
+            # appended, the run still ends there; if anybody did, the row ``known + 1``
+            # exists and the insert below fails on the primary key. Either way the check
+            # holds without reading the run's last event first.
+            known = self._written.pop(run_id, None)
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    (found,) = conn.execute(_SELECT_LAST, (run_id,)).fetchone()
-                    current = -1 if found is None else found
-                    if current + 1 != expected_sequence:
-                        raise _conflict(run_id, expected_sequence, current)
-                    conn.executemany(_INSERT_EVENT, rows)
+                    if known is not None and known + 1 == expected_sequence:
+                        found: int | None = known
+                    else:
+                        (found,) = conn.execute(_SELECT_LAST, (run_id,)).fetchone()
+                        current = -1 if found is None else found
+                        if current + 1 != expected_sequence:
+                            raise _conflict(run_id, expected_sequence, current)
+                    try:
+                        conn.executemany(_INSERT_EVENT, rows)
+                    except sqlite3.IntegrityError:
+                        if found != known:
+                            raise
+                        # Another writer appended since our last commit: say how much.
+                        (held,) = conn.execute(_SELECT_LAST, (run_id,)).fetchone()
+                        raise _conflict(run_id, expected_sequence, held) from None
                     if found is None:
                         workflow = str(first["payload"].get("workflowId", ""))
                         conn.execute(_INSERT_RUN, (run_id, workflow, first["timestamp"]))
@@ -153,6 +171,7 @@ class SqliteStore(EventStore):
                 raise _conflict(run_id, expected_sequence, None) from None
             except sqlite3.Error as exc:
                 raise self._failure(exc, "append to") from exc
+            self._written[run_id] = events[-1]["sequence"]
         self._waiters.wake()
 
     # -- reading ---------------------------------------------------------------------------
