@@ -16,6 +16,13 @@ class MemberAgent(ABC):
     kind: ClassVar[str]
     """The ``engine`` name in the council file."""
 
+    inline: ClassVar[bool] = False
+    """Whether the engine may await a lone turn in its own task rather than a new one.
+
+    Only for agents that run no user code (no context variables set, no task identity
+    used): the ``script`` engine. Handlers always get a task of their own.
+    """
+
     @abstractmethod
     async def take_turn(self, turn: Turn) -> object:
         """Return the raw turn result: a ``Reply``, a JSON dict or a summary string.

@@ -65,6 +65,7 @@ class ScriptAgent(MemberAgent):
     """
 
     kind: ClassVar[str] = "script"
+    inline: ClassVar[bool] = True
 
     def __init__(self, steps: Sequence[ScriptStep]) -> None:
         self.steps = tuple(_compile_step(step) for step in steps)

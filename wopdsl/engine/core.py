@@ -264,6 +264,9 @@ class Engine:
         return [state.inflight[m] for m in chosen]
 
     async def _run_batch(self, batch: list[Inflight]) -> None:
+        if len(batch) == 1 and self._deadline is None and self._inline(batch[0]):
+            await self._run_inline(batch[0])
+            return
         tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
         pending: set[asyncio.Task[dict[str, Any] | TurnError]] = set()
         try:
@@ -287,16 +290,38 @@ class Engine:
             await asyncio.gather(*pending, return_exceptions=True)
         timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
         outcomes = [timed_out if task in pending else task.result() for task in tasks]
+        self._settle_after_input(batch, outcomes, timed_out=bool(pending))
+
+    def _settle_after_input(self, batch: list[Inflight],
+                            outcomes: list[dict[str, Any] | TurnError], *,
+                            timed_out: bool) -> None:
         base = self.state.last_sequence
         while True:
             try:
-                self._settle(batch, outcomes, timed_out=bool(pending))
+                self._settle(batch, outcomes, timed_out=timed_out)
                 return
             except StoreConflict:
                 # Another process saved human input while the batch ran: settle after it.
                 if not self._only_human_input_since(base, batch):
                     raise
                 base = self.state.last_sequence
+
+    def _inline(self, inflight: Inflight) -> bool:
+        agent = self.graph.members[inflight.member].agent
+        return agent is not None and agent.inline
+
+    async def _run_inline(self, inflight: Inflight) -> None:
+        """Run a lone turn of an inline agent (``script``) in the drive's own task.
+
+        Saves a task and an event-loop iteration per turn. The drive still yields to the
+        loop once first, as a new task would, so other tasks (a UI, ``cancel``) keep running.
+        """
+        await asyncio.sleep(0)
+        outcome = await self._take_turn(inflight)
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
+        self._settle_after_input([inflight], [outcome], timed_out=False)
 
     def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
                 *, timed_out: bool) -> None:
