@@ -53,15 +53,19 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
             ) from None
     turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
                     messages, triggers)
-    _check_input_size(turn, member.max_input_bytes)
+    _check_input_size(turn, member.max_input_bytes, state.sizes)
     return turn
 
 
-def _check_input_size(turn: Turn, limit: int) -> None:
+def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int]) -> None:
     # An upper bound first: exact JSON sizing is only worth it when the input may be large.
-    estimate = len(turn.task) + len(turn.brief) + 4 * sum(
-        len(m.text) + len(m.id) + 64 + 16 * len(m.mentions) for m in turn.messages
-    )
+    # Each message's term (its text, id and mentions, see CouncilState.sizes) is computed
+    # once when it is saved, not once per turn that sees it.
+    try:
+        terms = sum([sizes[m.id] for m in turn.messages])
+    except KeyError:  # A state built by hand: size its messages here.
+        terms = sum(len(m.text) + len(m.id) + 64 + 16 * len(m.mentions) for m in turn.messages)
+    estimate = len(turn.task) + len(turn.brief) + 4 * terms
     if turn.result is not None:
         # The previous result: a canonical one is sized without encoding it, with the same
         # margin as the messages (escapes and UTF-8 may take up to 6 bytes per character).

@@ -571,7 +571,8 @@ class Engine:
 
     def _emit(self, type_: str, payload: dict[str, Any], *, node_id: str | None = None,
               causation: str | None = None) -> RunEventDoc:
-        sequence = self.state.last_sequence + 1
+        state = self.state
+        sequence = state.last_sequence + 1
         event: RunEventDoc = {
             "eventId": event_id(self.run_id, sequence),
             "runId": self.run_id,
@@ -586,7 +587,7 @@ class Engine:
         if causation:
             event["causationId"] = causation
         # Applied at once so later events of the same step see it; made durable by _flush.
-        self.state.apply(event)
+        state.apply(event)
         self._pending.append(event)
         return event
 

@@ -100,6 +100,8 @@ class CouncilState:
     messages: dict[str, Message] = field(default_factory=dict)
     order: dict[str, int] = field(default_factory=dict)
     """Saved order of each message id."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Per message id: a cheap upper-bound term of its size in a turn input (see _inputs)."""
     next_position: int = 1
     batch: int = 0
     """How many batches have been dispatched."""
@@ -232,14 +234,17 @@ class CouncilState:
         position = payload["position"]
         self.queue.pop(member, None)
         self.inflight[member] = Inflight(
-            member=member,
-            position=position,
-            attempt=payload.get("attempt", 0),
-            turn=payload.get("turn", self.members[member].turns + 1),
-            triggers=list(payload.get("triggers", [])),
+            member,
+            position,
+            payload.get("attempt", 0),
+            payload["turn"] if "turn" in payload else self.members[member].turns + 1,
+            list(payload.get("triggers", ())),
         )
-        self.batch = max(self.batch, payload.get("batch", 0))
-        self.next_position = max(self.next_position, position + 1)
+        batch = payload.get("batch", 0)
+        if batch > self.batch:
+            self.batch = batch
+        if position >= self.next_position:
+            self.next_position = position + 1
 
     def _node_completed(self, event: RunEventDoc) -> None:
         member = self._finish(event)
@@ -285,6 +290,7 @@ class CouncilState:
         message = new_message(message_id, room.id, turn["from"], content.get("text", ""),
                               mentions, position)
         self.order[message_id] = len(self.messages)
+        self.sizes[message_id] = len(message.text) + len(message_id) + 64 + 16 * len(mentions)
         self.messages[message_id] = message
         room.messages.append(message)
         for target in mentions:
