@@ -95,6 +95,7 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         out.update(_log_size(warm_db, turns))
         out.update(_floor(warm_db, store.batches, turns, Path(tmp), max(repeat, 3)))
         out.update(_replay(warm_db, max(repeat, 3)))
+        out["json_us_per_turn"] = _json_cost(warm_db, turns, max(repeat, 3))
         engine = [run_engine_only(council) for _ in range(max(repeat, 3))]
         if any(t.status != "completed" or t.events != warm.events for t in engine):
             raise SystemExit("the engine-only run did not match the durable run")
@@ -292,6 +293,25 @@ def _machine() -> dict[str, Any]:
             "platform": platform.platform(), "cpus": os.cpu_count()}
 
 
+def _json_cost(db: Path, turns: int, repeat: int) -> float:
+    """Time the store's JSON encoding of the run's events (what each append encodes)."""
+    from wopdsl.store import SqliteStore
+    from wopdsl.store.sqlite import _encode
+
+    store = SqliteStore(db)
+    try:
+        events = store.read(store.runs()[0].run_id)
+    finally:
+        store.close()
+    times = []
+    for _ in range(repeat):
+        wall0 = time.perf_counter()
+        for event in events:
+            _encode(event)
+        times.append(time.perf_counter() - wall0)
+    return statistics.median(times) / turns * 1e6
+
+
 def _largest(results: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
     same = [x for x in results if x["engine"] == row["engine"] and x["n"] == row["n"]]
     return max(same, key=lambda x: x["turns"])
@@ -317,21 +337,22 @@ def _report(results: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     lines += ["", "floor  = the run's own events and transactions, raw sqlite3 inserts, µs/turn",
               "floor1 = the same events with one commit per turn"]
     lines += ["", "where a turn's time goes (µs/turn, largest T of each workload):",
-              f"  {'workload':<12} {'total':>7} {'floor':>7} {'engine':>7} {'refold':>7} "
-              f"{'rest':>7}"]
+              f"  {'workload':<12} {'total':>7} {'floor':>7} {'json':>7} {'engine':>7} "
+              f"{'compile':>7} {'rest':>7}"]
     for r in results:
         if r is not _largest(results, r):
             continue
-        refold = r["replay_attach_ms"] * 1000 / r["turns"]
-        rest = r["us_per_turn"] - r["floor_us_per_turn"] - r["engine_us_per_turn"] - refold
+        compile_us = r["compile_ms"] * 1000 / r["turns"]
+        rest = (r["us_per_turn"] - r["floor_us_per_turn"] - r["json_us_per_turn"]
+                - r["engine_us_per_turn"] - compile_us)
         lines.append(f"  {r['engine'] + ' N=' + str(r['n']):<12} {r['us_per_turn']:>7.1f} "
-                     f"{r['floor_us_per_turn']:>7.1f} {r['engine_us_per_turn']:>7.1f} "
-                     f"{refold:>7.1f} {rest:>7.1f}")
+                     f"{r['floor_us_per_turn']:>7.1f} {r['json_us_per_turn']:>7.1f} "
+                     f"{r['engine_us_per_turn']:>7.1f} {compile_us:>7.1f} {rest:>7.1f}")
     lines += ["  floor  = SQLite itself (inserts and commits of the same rows)",
+              "  json   = encoding the run's events as the store does (one JSON text each)",
               "  engine = the engine on a store that keeps nothing (no JSON, no SQLite)",
-              "  refold = Run.state folding the whole log once when arun() returns "
-              "(= attach().result)",
-              "  rest   = JSON encoding, store checks, compile and opening, the GC, noise"]
+              "  compile = council.compile() (in arun(); a script's steps compile here)",
+              "  rest   = the store's checks, opening it, arun()/Run, the GC, cache effects, noise"]
     checks: dict[str, Any] = {"target_us": [], "flat": [], "replay": [], "tail": None}
     lines += ["", "checks:"]
     for r in results:
