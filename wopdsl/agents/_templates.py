@@ -43,18 +43,22 @@ def compile_template(text: str) -> Renderer:
     return _compile_jinja(text)[0]
 
 
-def template_names(text: str) -> frozenset[str]:
-    """Return the top-level variables ``text`` reads (empty for a plain string).
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def compile_with_names(text: str) -> tuple[Renderer, frozenset[str]]:
+    """Compile ``text`` once; return its renderer and the top-level variables it reads.
 
     A caller may build only these keys of a render context: any other name the template
     uses is a Jinja2 global or undefined (and then fails to render, as with a full context).
+    A plain string reads none.
 
     Raises:
         TemplateProblem: the template has a syntax error.
     """
     if not _is_template(text):
-        return frozenset()
-    return _compile_jinja(text)[1]
+        return (lambda _context: text), _NO_NAMES
+    return _compile_jinja(text)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
-from wopdsl.agents._templates import Renderer, compile_template, template_names
+from wopdsl.agents._templates import Renderer, compile_with_names
 from wopdsl.agents.base import MemberAgent
 from wopdsl.errors import TurnError
 from wopdsl.model.spec import ScriptStep
@@ -15,15 +15,13 @@ from wopdsl.model.turns import Turn
 __all__ = ["ScriptAgent"]
 
 
-@dataclass(frozen=True, slots=True)
-class _CompiledPost:
+class _CompiledPost(NamedTuple):
     room: str
     text: Renderer
     mentions: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _CompiledStep:
+class _CompiledStep(NamedTuple):
     summary: Renderer
     data: Any
     posts: tuple[_CompiledPost, ...]
@@ -45,16 +43,20 @@ _CONTEXT: Final[dict[str, Callable[[Turn], Any]]] = {
 
 
 def _compile_step(step: ScriptStep) -> _CompiledStep:
-    used = template_names(step.summary).union(*(template_names(p.text) for p in step.posts))
-    return _CompiledStep(
-        summary=compile_template(step.summary),
-        data=step.data,
-        posts=tuple(
-            _CompiledPost(p.room, compile_template(p.text), tuple(p.mentions))
-            for p in step.posts
-        ),
-        names=tuple(name for name in _CONTEXT if name in used),
-    )
+    # Runs once per step at compile(): a long script has thousands (tuples, not dataclasses).
+    summary, used = compile_with_names(step.summary)
+    posts = []
+    for post in step.posts:
+        text, names = compile_with_names(post.text)
+        posts.append(_CompiledPost(post.room, text, tuple(post.mentions)))
+        if names:
+            used = used | names
+    return _CompiledStep(summary, step.data, tuple(posts), _context_keys(used))
+
+
+@functools.lru_cache(maxsize=256)
+def _context_keys(used: frozenset[str]) -> tuple[str, ...]:
+    return tuple(name for name in _CONTEXT if name in used)
 
 
 class ScriptAgent(MemberAgent):
