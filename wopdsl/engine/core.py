@@ -578,7 +578,7 @@ class Engine:
             "runId": self.run_id,
             "type": type_,
             "payload": payload,
-            "timestamp": self._timestamp(self._ms()),
+            "timestamp": self._timestamp(self.clock.now_ms()),
             "sequence": sequence,
             "schemaVersion": SCHEMA_VERSION,
         }
