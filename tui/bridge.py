@@ -2,7 +2,9 @@
 
 The fold stores ``last_sequence`` and the follower resumes from it (STYLE example 10), so
 starting, attaching, pausing for a human and resuming all read the log the same way. Nothing
-here imports Textual or the engine: only event dicts and the public ``wopdsl.Run``.
+here imports Textual or the engine: only event dicts, the public ``wopdsl.Run`` and the public
+fold of council semantics, ``wopdsl.CouncilState`` (queue, turns, status), which this module
+wraps with what only a screen needs (titles, the event pane, error notes, the roster flag).
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from wopdsl.engine import CouncilState, MemberState
+
 if TYPE_CHECKING:
     import wopdsl
 
 __all__ = [
-    "MEMBER_TYPE_ID",
     "ErrorNote",
     "EventLine",
     "MemberInfo",
@@ -24,12 +27,6 @@ __all__ = [
     "RunFold",
     "follow",
 ]
-
-TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
-"""Run statuses that never change again."""
-
-MEMBER_TYPE_ID: Final = "council.member"
-"""``typeId`` of a member turn's ``node.started`` (DESIGN.md §7)."""
 
 _ROSTER_EVENTS: Final = frozenset({
     "run.started", "node.started", "node.completed", "node.failed", "node.cancelled",
@@ -68,27 +65,8 @@ class RoomFeed:
     """Whether the room's conversation is closed."""
 
 
-@dataclass(slots=True)
-class MemberInfo:
-    """A member: as ``run.started`` declares it, and its turns so far."""
-
-    id: str
-    """The member id."""
-    role: str
-    """What the member does."""
-    engine: str
-    """``python``, ``script`` or ``human``."""
-    cap: int = 0
-    """Most turns the member may take (``max_turns``, else the council's default)."""
-    turns: int = 0
-    """Turns taken (completed or failed)."""
-    failed: bool = False
-    """Whether its last turn failed."""
-
-    @property
-    def human(self) -> bool:
-        """Whether a person produces this member's turns."""
-        return self.engine == "human"
+MemberInfo = MemberState
+"""A member as the roster shows it: role, engine, cap, turns used, failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,21 +108,29 @@ class RunFold:
     council_id: str = ""
     task: str = ""
     rooms: dict[str, RoomFeed] = field(default_factory=dict)
-    members: dict[str, MemberInfo] = field(default_factory=dict)
-    batch: int = 0
-    """The highest batch number dispatched so far."""
-    terminal: str | None = None
-    """``completed``, ``failed`` or ``cancelled`` once the run has ended."""
+    council: CouncilState = field(default_factory=CouncilState)
+    """The council semantics (queue, in-flight turns, turns used, status), folded by wopdsl."""
     errors: list[ErrorNote] = field(default_factory=list)
     events: list[EventLine] = field(default_factory=list)
     last_mention: dict[str, str] = field(default_factory=dict)
     """Member id -> room of the latest message mentioning it."""
-    queue: dict[str, None] = field(default_factory=dict)
-    """Members whose turn is requested, in queue order."""
-    inflight: set[str] = field(default_factory=set)
-    """Members whose turn has started and not yet ended."""
     roster_changed: bool = True
     """Set when an event may change the roster or status; the screen clears it."""
+
+    @property
+    def members(self) -> dict[str, MemberState]:
+        """Members by id, in declaration order."""
+        return self.council.members
+
+    @property
+    def batch(self) -> int:
+        """The highest batch number dispatched so far."""
+        return self.council.batch
+
+    @property
+    def terminal(self) -> str | None:
+        """``completed``, ``failed`` or ``cancelled`` once the run has ended."""
+        return self.council.terminal
 
     @property
     def humans(self) -> list[str]:
@@ -154,32 +140,19 @@ class RunFold:
     @property
     def status(self) -> str:
         """The run status, named as in the OpenWOP ``RunSnapshot``."""
-        if self.terminal is not None:
-            return self.terminal
-        if self.last_sequence < 0:
-            return "pending"
-        if self.inflight or any(not self.members[m].human for m in self.queue):
-            return "running"
-        return "waiting-input" if self.queue else "running"
+        return self.council.status
 
     @property
     def waiting_for(self) -> list[str]:
         """Human members whose requested turn is pending."""
-        return [m for m in self.queue if self.members[m].human]
+        return self.council.waiting_for
 
     def phase(self, member_id: str) -> str:
         """Return ``queued``, ``running``, ``waiting``, ``failed``, ``done`` or ``idle``.
 
         The same names as ``run.snapshot()["nodeStates"][member]["status"]``.
         """
-        member = self.members[member_id]
-        if member_id in self.inflight:
-            return "running"
-        if member_id in self.queue:
-            return "waiting" if member.human else "queued"
-        if member.failed:
-            return "failed"
-        return "done" if member.turns else "idle"
+        return self.council.member_phase(member_id)
 
     def apply(self, event: Mapping[str, Any]) -> None:
         """Apply one event (events must arrive in sequence order)."""
@@ -190,6 +163,7 @@ class RunFold:
         kind = str(event["type"])
         payload = event.get("payload") or {}
         node = str(event.get("nodeId") or payload.get("nodeId") or "")
+        self.council.apply(event)  # type: ignore[arg-type]
         self.events.append(EventLine(sequence, kind, node, _detail(kind, payload)))
         if kind in _ROSTER_EVENTS:
             self.roster_changed = True
@@ -202,48 +176,11 @@ class RunFold:
         self.council_id = str(payload.get("workflowId", ""))
         self.task = str((payload.get("inputs") or {}).get("task", ""))
         council = (payload.get("metadata") or {}).get("council") or {}
-        default_cap = (council.get("council") or {}).get("max_turns_per_member", 8)
-        for member in council.get("members", []):
-            self.members[member["id"]] = MemberInfo(
-                member["id"], member.get("role", ""), member.get("engine", "python"),
-                cap=member.get("max_turns") or default_cap)
-            if member.get("initial_turn", True):
-                self.queue[member["id"]] = None
         for room in council.get("rooms", []):
             self.rooms[room["id"]] = RoomFeed(room["id"], room.get("title") or room["id"],
                                               tuple(room.get("members", [])))
 
-    def _node_started(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
-        member = str(payload.get("nodeId", ""))
-        if payload.get("typeId") != MEMBER_TYPE_ID or member not in self.members:
-            return
-        self.queue.pop(member, None)
-        self.inflight.add(member)
-        batch = payload.get("batch")
-        if isinstance(batch, int):
-            self.batch = max(self.batch, batch)
-
-    def _node_completed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
-        member = self._finish(payload)
-        if member is not None:
-            member.failed = False
-
-    def _node_cancelled(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
-        self.inflight.discard(str(payload.get("nodeId", "")))
-
-    def _finish(self, payload: Mapping[str, Any]) -> MemberInfo | None:
-        node = str(payload.get("nodeId", ""))
-        if node not in self.inflight:
-            return None
-        self.inflight.discard(node)
-        member = self.members[node]
-        member.turns += 1
-        return member
-
     def _node_failed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
-        member = self._finish(payload)
-        if member is not None:
-            member.failed = True
         error = payload.get("error") or {}
         self.errors.append(ErrorNote(str(error.get("code", "UNKNOWN")),
                                      str(error.get("message", "")),
@@ -260,8 +197,6 @@ class RunFold:
                                          str(content.get("text", "")), mentions))
         for target in mentions:
             self.last_mention[target] = room.id
-            if target in self.members:
-                self.queue.setdefault(target, None)
 
     def _closed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         room = self._room_of(event)
@@ -269,7 +204,6 @@ class RunFold:
             room.closed = True
 
     def _ended(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
-        self.terminal = str(event["type"]).removeprefix("run.")
         error = payload.get("error")
         if isinstance(error, Mapping):
             self.errors.append(ErrorNote(str(error.get("code", "UNKNOWN")),
@@ -284,10 +218,7 @@ class RunFold:
 _Handler = Callable[[RunFold, Mapping[str, Any], Mapping[str, Any]], None]
 _HANDLERS: Final[dict[str, _Handler]] = {
     "run.started": RunFold._run_started,
-    "node.started": RunFold._node_started,
-    "node.completed": RunFold._node_completed,
     "node.failed": RunFold._node_failed,
-    "node.cancelled": RunFold._node_cancelled,
     "conversation.exchanged": RunFold._exchanged,
     "conversation.closed": RunFold._closed,
     "run.completed": RunFold._ended,
