@@ -69,17 +69,21 @@ async def test_a_human_post_from_another_process_joins_a_running_batch(tmp_path:
 
 
 class _PostsBeforeSecondDispatch(Engine):
-    """Another writer saves a human post just before this engine dispatches batch 2."""
+    """Another writer saves a human post just before this engine dispatches batch 2.
+
+    Batch 1's completions are committed together with batch 2's dispatch, so the post lands
+    before them in the log: the engine must settle batch 1 again on top of it.
+    """
 
     raced = False
 
-    def _next_batch(self) -> list[Inflight] | None:
+    def _next_batch(self, *, flush: bool = True) -> list[Inflight] | None:
         if not self.raced and self.state.batch == 1:
             self.raced = True
             other = Engine(self.graph, SqliteStore(self.store.path), self.run_id)  # type: ignore[attr-defined]
             other.apply_human(HumanInput(member="me", room="all", text="@b now",
                                          mentions=("b",)))
-        return super()._next_batch()
+        return super()._next_batch(flush=flush)
 
 
 async def test_a_human_post_from_another_writer_between_batches_is_planned_in(
@@ -92,5 +96,11 @@ async def test_a_human_post_from_another_writer_between_batches_is_planned_in(
     assert await engine.drive() == "completed"
 
     run = attach(db_path, "race")
-    assert [m.id for m in run.messages] == ["team/a/1/0", "team/me/2/0", "team/b/3/0"]
+    # The post was durable first; a's turn is settled after it, not run again.
+    assert [m.id for m in run.messages] == ["team/me/2/0", "team/a/1/0", "team/b/3/0"]
     assert run.messages[-1].text == "b saw team/me/2/0"
+    starts = [e["payload"] for e in run.events
+              if e["type"] == "node.started" and e.get("nodeId") == "a"]
+    assert [(s["position"], s["attempt"]) for s in starts] == [(1, 0)]
+    events = list(run.events)
+    assert [e["sequence"] for e in events] == list(range(len(events)))

@@ -298,3 +298,47 @@ async def test_a_members_node_started_is_durable_before_its_handler_runs(
     assert seen["two:1"] == batch
     assert seen["one:2"] == [*batch, ("node.completed", "one", None),
                              ("node.completed", "two", None), ("node.started", "one", 0)]
+
+
+class _Transactions(SqliteStore):
+    """A real SQLite store that records the events of each committed append."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.committed: list[list[tuple[str, str | None]]] = []
+
+    def append(self, run_id: str, events: Sequence[RunEventDoc],
+               expected_sequence: int) -> None:
+        super().append(run_id, events, expected_sequence)
+        # Member events by member; of the rooms' events only the exchanged posts.
+        self.committed.append([
+            (e["type"], None if e["type"] == "conversation.exchanged" else e.get("nodeId"))
+            for e in events if e["type"] == "conversation.exchanged"
+            or not e.get("nodeId", "").startswith("room:")])
+
+
+async def test_a_settled_batch_is_committed_with_the_next_dispatch(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    council = make_council({
+        "one": lambda t: reply(f"o{t.turn}", *([say("all", "to two", "two")]
+                                               if t.turn < 3 else [])),
+        "two": lambda t: reply(f"t{t.turn}", say("all", "to one", "one")),
+    }, waiting=["two"])
+    store = _Transactions(db_path)
+
+    run = await council.arun(store=store, run_id="grouped")
+
+    assert run.status == "completed"
+    member_turns = [t for t in store.committed if any(n in ("one", "two") for _, n in t)]
+    done = ("node.completed", "one"), ("node.completed", "two")
+    # One transaction per turn: each settlement shares its commit with the next dispatch.
+    assert member_turns == [
+        [("node.started", "one")],
+        [done[0], ("conversation.exchanged", None), ("node.started", "two")],
+        [done[1], ("conversation.exchanged", None), ("node.started", "one")],
+        [done[0], ("conversation.exchanged", None), ("node.started", "two")],
+        [done[1], ("conversation.exchanged", None), ("node.started", "one")],
+        [done[0], ("run.completed", None)],
+    ]
+    assert [e["sequence"] for e in run.events] == list(range(len(run.events)))

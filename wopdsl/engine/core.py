@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -56,7 +57,11 @@ class Engine:
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
     read or appended: every change is emitted as an event, applied to the state, and made
-    durable in one transaction per step (dispatch of a batch, settlement of a batch).
+    durable before anything depends on it. A batch's ``node.started`` events are committed
+    before its members run; when the batch settles, its completions are committed in one
+    transaction together with the next batch's ``node.started`` events (one commit per
+    batch), unless somebody waits to act between batches (a human posting, a cancel): then
+    the completions are committed on their own and the lock is handed over first.
 
     Args:
         graph: The compiled council.
@@ -91,6 +96,8 @@ class Engine:
         self.listeners: list[Callable[[list[RunEventDoc]], None]] = []
         """Called with each batch of events once it is durable (in this process)."""
         self._lock = asyncio.Lock()
+        self._waiting = 0
+        """Callers waiting for the lock to act between batches (see :meth:`_between`)."""
         self._deadline: float | None = None
         self._rosters: dict[str, frozenset[str]] = {}
         self._stamp_second = -1
@@ -115,7 +122,7 @@ class Engine:
             ValidationError: a room has more agent participants than ``max_participants``.
             StoreConflict: the run id is already taken.
         """
-        async with self._lock:
+        async with self._between():
             self._check_rosters()
             if self.state.last_sequence >= 0:
                 raise StoreConflict(f"run {self.run_id} already exists",
@@ -159,7 +166,10 @@ class Engine:
                     if self.state.status == "waiting-input" and self.supply_input():
                         continue
                     break
-                await self._run_batch(batch)
+                # Batch after batch, each settlement committed with the next dispatch, while
+                # nobody waits between batches; the lock is released with nothing in flight.
+                while batch is not None:
+                    batch = await self._run_batch(batch)
         return self.state.status
 
     async def post(self, entry: HumanInput) -> str | None:
@@ -168,7 +178,7 @@ class Engine:
         Raises:
             ValidationError: the input breaks a rule; nothing was appended.
         """
-        async with self._lock:
+        async with self._between():
             self._catch_up()
             self._arm_deadline()
             if self._deadline_passed() and not self.state.terminal:
@@ -202,7 +212,7 @@ class Engine:
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
-        async with self._lock:
+        async with self._between():
             self._catch_up()
             if self.state.terminal:
                 return
@@ -227,8 +237,25 @@ class Engine:
 
     # -- batches ---------------------------------------------------------------------------
 
-    def _next_batch(self) -> list[Inflight] | None:
-        """Dispatch the next batch (durably) and return it; ``None`` when the run stops."""
+    @contextlib.asynccontextmanager
+    async def _between(self) -> AsyncIterator[None]:
+        """Hold the lock to act between batches; the drive hands it over at the next one."""
+        self._waiting += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _next_batch(self, *, flush: bool = True) -> list[Inflight] | None:
+        """Dispatch the next batch and return it; ``None`` when the run stops.
+
+        With ``flush`` the dispatch is durable on return; without it, the caller commits it
+        (before any member of the batch runs). A run that ends here is always committed.
+        """
         state = self.state
         if state.inflight:
             # Resume: a turn that started but never completed runs again as attempt + 1.
@@ -260,13 +287,14 @@ class Engine:
                 position=state.next_position, triggers=list(state.queue[member_id])) | {
                     "batch": number}, node_id=member_id)
         # Append before running: after a crash the turn must be retried, not forgotten.
-        self._flush()
+        if flush:
+            self._flush()
         return [state.inflight[m] for m in chosen]
 
-    async def _run_batch(self, batch: list[Inflight]) -> None:
+    async def _run_batch(self, batch: list[Inflight]) -> list[Inflight] | None:
+        """Run a dispatched batch and settle it; return the next batch if one was chained."""
         if len(batch) == 1 and self._deadline is None and self._inline(batch[0]):
-            await self._run_inline(batch[0])
-            return
+            return await self._run_inline(batch[0])
         tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
         pending: set[asyncio.Task[dict[str, Any] | TurnError]] = set()
         try:
@@ -290,27 +318,36 @@ class Engine:
             await asyncio.gather(*pending, return_exceptions=True)
         timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
         outcomes = [timed_out if task in pending else task.result() for task in tasks]
-        self._settle_after_input(batch, outcomes, timed_out=bool(pending))
+        return self._settle_after_input(batch, outcomes, timed_out=bool(pending))
 
     def _settle_after_input(self, batch: list[Inflight],
                             outcomes: list[dict[str, Any] | TurnError], *,
-                            timed_out: bool) -> None:
+                            timed_out: bool) -> list[Inflight] | None:
+        """Settle ``batch`` and chain the next dispatch; both committed in one transaction."""
         base = self.state.last_sequence
         while True:
             try:
                 self._settle(batch, outcomes, timed_out=timed_out)
-                return
+                following = self._chain()
+                self._flush()
+                return following
             except StoreConflict:
                 # Another process saved human input while the batch ran: settle after it.
                 if not self._only_human_input_since(base, batch):
                     raise
                 base = self.state.last_sequence
 
+    def _chain(self) -> list[Inflight] | None:
+        """Dispatch the next batch (unflushed) unless the run stops or someone waits."""
+        if self.state.terminal or self._waiting or self._deadline_passed():
+            return None
+        return self._next_batch(flush=False)
+
     def _inline(self, inflight: Inflight) -> bool:
         agent = self.graph.members[inflight.member].agent
         return agent is not None and agent.inline
 
-    async def _run_inline(self, inflight: Inflight) -> None:
+    async def _run_inline(self, inflight: Inflight) -> list[Inflight] | None:
         """Run a lone turn of an inline agent (``script``) in the drive's own task.
 
         Saves a task and an event-loop iteration per turn. The drive still yields to the
@@ -321,7 +358,7 @@ class Engine:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
-        self._settle_after_input([inflight], [outcome], timed_out=False)
+        return self._settle_after_input([inflight], [outcome], timed_out=False)
 
     def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
                 *, timed_out: bool) -> None:
@@ -348,8 +385,7 @@ class Engine:
             member, error = failure
             self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
                        f"{error.message}", member, details={"nodeError": error.code})
-        # Completions of one settled batch share one transaction (and one commit).
-        self._flush()
+        # The caller commits: the completions of one settled batch share one transaction.
 
     def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
         """After a conflict (state re-folded), whether this driver may carry on.
