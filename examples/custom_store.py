@@ -29,7 +29,8 @@ class DictStore(EventStore):
         if len(log) != expected_sequence:
             raise StoreConflict(f"run {run_id} holds {len(log)} events, not {expected_sequence}")
         self.check_expected(run_id, events, expected_sequence)
-        texts = [json.dumps(event) for event in events]  # Encode all before storing any.
+        # Encode all before storing any; NaN and infinities are not JSON: refuse them.
+        texts = [json.dumps(event, allow_nan=False) for event in events]
         if texts:
             self._logs.setdefault(run_id, log).extend(texts)
 

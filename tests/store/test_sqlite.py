@@ -176,3 +176,25 @@ async def test_same_process_appends_wake_subscribers_without_polling(db: Path) -
         await other.aclose()  # type: ignore[attr-defined]
         writer.close()
         reader.close()
+
+
+STDLIB = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def test_records_are_the_standard_librarys_compact_json(store: SqliteStore, db: Path) -> None:
+    # The fast encoder writes what json would, on its fast path and its fallbacks; only a
+    # float's spelling may differ (1e-7 for 1e-07), never its value.
+    payloads: list[dict[str, object]] = [
+        {"nodeId": "n", "text": "héllo — 日本語 🎉 \"q\" \\ \n\t\u0001\u007f\u2028 null"},
+        {"nodeId": "n", "outputs": {"summary": "s", "data": None}},  # null: exact fallback
+        {"nodeId": "n", "big": 2**70},  # beyond 64 bits: exact fallback
+        {"nodeId": "n", "keys": {1: "int", None: "null", 2.5: "float"}},  # non-string keys
+        {"nodeId": "n", "tuple": (1, [2, {"x": ()}])},
+    ]
+    floats = {"nodeId": "n", "floats": [0.5, 1e16, 1e-7, 123456789.125, -0.0, 2.5e-308]}
+    events = [make_event("r1", i, payload=payload)
+              for i, payload in enumerate([*payloads, floats])]
+    store.append("r1", events, 0)
+    bodies = [body for (body,) in _raw(db, "SELECT body FROM events ORDER BY sequence")]
+    assert bodies[:-1] == [STDLIB.encode(event) for event in events[:-1]]
+    assert json.loads(bodies[-1]) == json.loads(STDLIB.encode(events[-1]))

@@ -252,6 +252,33 @@ class StoreConformance:
         store.append("r1", make_events("r1", 1, 1), 1)
         assert _sequences(store.read("r1")) == [0, 1]
 
+    @pytest.mark.parametrize("value", [
+        float("nan"), float("inf"), -float("inf"), {1, 2}, object(), [datetime(2024, 1, 1)],
+    ], ids=["nan", "infinity", "minus-infinity", "set", "object", "datetime"])
+    def test_a_value_json_cannot_hold_is_refused(self, store: EventStore, value: Any) -> None:
+        """NaN, infinities, sets, objects and datetimes raise, and nothing is saved."""
+        store.append("r1", make_events("r1", 0, 1), 0)
+        with pytest.raises((EventInvalid, TypeError, ValueError)):
+            store.append("r1", [make_event("r1", 1, payload={"nodeId": "n", "v": value})], 1)
+        assert store.last_sequence("r1") == 0
+        assert _sequences(store.read("r1")) == [0]
+
+    def test_json_edge_values_round_trip_exactly(self, store: EventStore) -> None:
+        """Huge integers, nulls, control characters and non-BMP text read back unchanged."""
+        payload = {
+            "nodeId": "n",
+            "big": [2**64, -(2**63) - 1, 10**30, 2**63 - 1],
+            "floats": [0.1, 1e16, -0.0, 5e-324, 1.7976931348623157e308],
+            "null": None,
+            "text": "tab\t nul\u0000 bell\u0007 del\u007f \u2028 \U0001f600 null",
+            "nested": {"": [None, {"null": None}]},
+        }
+        event = make_event("r1", 0, payload=payload)
+        store.append("r1", [event], 0)
+        (back,) = store.read("r1")
+        assert back == event
+        assert json.dumps(back["payload"]) == json.dumps(payload)
+
     # -- listing ---------------------------------------------------------------------------
 
     def test_runs_lists_oldest_first_with_their_last_event(self, store: EventStore) -> None:
