@@ -19,8 +19,9 @@ class MemberAgent(ABC):
     inline: ClassVar[bool] = False
     """Whether the engine may await a lone turn in its own task rather than a new one.
 
-    Only for agents that run no user code (no context variables set, no task identity
-    used): the ``script`` engine. Handlers always get a task of their own.
+    For agents whose turns do not depend on running in a task of their own: the ``script``
+    engine (no user code) and ``python`` handlers, which keep a context of their own (see
+    :func:`wopdsl.agents.python.in_context`), so context variables they set never leak.
     """
 
     @abstractmethod

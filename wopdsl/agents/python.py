@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, ClassVar, TypeVar
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.model.turns import Turn
 
-__all__ = ["Handler", "PythonAgent"]
+__all__ = ["Handler", "PythonAgent", "in_context"]
+
+_T = TypeVar("_T")
 
 Handler = Callable[[Turn], Any] | Callable[[Turn], Awaitable[Any]]
 """A member handler: returns a ``Reply``, a JSON result dict or a summary string."""
 
 
 class PythonAgent(MemberAgent):
-    """Runs a bound handler; sync handlers run in a worker thread, off the event loop."""
+    """Runs a bound handler; sync handlers run in a worker thread, off the event loop.
+
+    Each call runs in a fresh copy of the caller's context (as a task of its own would), so
+    the engine may await a lone turn without a task per turn.
+    """
 
     kind: ClassVar[str] = "python"
+    inline: ClassVar[bool] = True
 
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
@@ -29,7 +38,11 @@ class PythonAgent(MemberAgent):
     async def take_turn(self, turn: Turn) -> object:
         """Call the handler with the turn input."""
         if self._is_async:
-            result = await self.handler(turn)
+            call = self.handler(turn)
+            if inspect.iscoroutine(call):
+                result = await in_context(call, contextvars.copy_context())
+            else:
+                result = await call
         else:
             # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns moving.
             result = await asyncio.to_thread(self.handler, turn)
@@ -45,3 +58,32 @@ def _is_async_callable(obj: object) -> bool:
     return inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(
         getattr(obj, "__call__", None)  # noqa: B004 - callable objects with async __call__.
     )
+
+
+@types.coroutine
+def in_context(
+    coro: Coroutine[Any, Any, _T], context: contextvars.Context
+) -> Generator[Any, Any, _T]:
+    """Await ``coro`` with each of its steps run in ``context``, as a task of its own would.
+
+    The awaiting task drives the coroutine (what it awaits, cancellation and exceptions pass
+    through unchanged), but the context variables it sets stay in ``context``.
+    """
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is None:
+                yielded = context.run(coro.send, value)
+            else:
+                yielded = context.run(coro.throw, error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        value = error = None
+        try:
+            value = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # CancelledError included: pass it on.
+            error = exc
