@@ -52,6 +52,8 @@ class Council:
         """Where ``handler = "module:function"`` modules are imported from."""
         self._spec: CouncilSpec | None = None
         self._frozen = False
+        self._compiled: tuple[tuple[Any, ...], CouncilGraph] | None = None
+        """The last graph compiled, with what it was compiled from."""
 
     # -- building --------------------------------------------------------------------------
 
@@ -173,12 +175,20 @@ class Council:
     def compile(self) -> CouncilGraph:
         """Compile the declaration with its bound handlers.
 
+        The graph is immutable, so it is compiled once and reused (each run of the council
+        starts from it) until a room, member or handler is added.
+
         Raises:
             DeclarationError: every problem, located in the council file when there is one.
         """
+        spec = self.spec
+        key = (self.base_dir, self.source, *self.handlers.items())
+        if self._compiled is not None and self._compiled[1].spec is spec \
+                and self._compiled[0] == key:
+            return self._compiled[1]
         try:
-            return compile_graph(self.spec, self.handlers, base_dir=self.base_dir,
-                                 source=self.source)
+            graph = compile_graph(spec, self.handlers, base_dir=self.base_dir,
+                                  source=self.source)
         except DeclarationError as exc:
             if self.source is None or not Path(self.source).is_file():
                 raise
@@ -186,6 +196,8 @@ class Council:
 
             text = Path(self.source).read_text(encoding="utf-8")
             raise DeclarationError(locate_problems(exc.problems, text, self.source)) from None
+        self._compiled = (key, graph)
+        return graph
 
     def to_toml(self) -> str:
         """Return the declaration in the TOML file format (``wop export``)."""

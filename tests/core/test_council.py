@@ -142,3 +142,30 @@ def test_user_code_may_name_post_rooms_by_keyword_or_wire_name():
     assert Post(room="r", text="t").room == "r"
     assert Post.model_validate({"roomId": "r", "text": "t"}).model_dump(by_alias=True) == {
         "roomId": "r", "text": "t", "mentions": []}
+
+
+def test_compile_is_reused_until_the_declaration_or_a_handler_changes(tmp_path):
+    path = tmp_path / "team.toml"
+    path.write_text(TOML, encoding="utf-8")
+    council = wopdsl.load(path)
+    source = decorated()
+    council.bind("writer")(source.handlers["writer"])
+    council.bind("reviewer")(source.handlers["reviewer"])
+    graph = council.compile()
+    assert council.compile() is graph
+    assert council.run(store=tmp_path / "a.db").status == "completed"
+    assert council.compile() is graph
+
+    # Re-binding a handler compiles anew, and the next run uses the new handler.
+    council.bind("reviewer")(lambda turn: Reply(summary="Second reviewer."))
+    regraphed = council.compile()
+    assert regraphed is not graph
+    run = council.run(store=tmp_path / "b.db")
+    assert run.result["agents"][1]["result"]["summary"] == "Second reviewer."
+
+    # A decorator council compiles anew after a member is added.
+    built = decorated()
+    first = built.compile()
+    built.add_member("observer", role="observer", engine="human")
+    assert built.compile() is not first
+    assert list(built.compile().members) == ["writer", "reviewer", "observer"]
