@@ -96,3 +96,35 @@ async def test_in_context_passes_results_exceptions_and_cancellation_through() -
     with pytest.raises(asyncio.CancelledError):
         await task
     assert cancelled == [True]
+
+
+async def test_turns_that_never_suspend_still_let_other_tasks_run(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    turns = 3000
+
+    def step(mention: str) -> dict[str, object]:
+        return {"summary": "on", "posts": [{"room": "all", "text": "go", "mentions": [mention]}]}
+
+    council = make_council({"a": [step("b")] * (turns // 2), "b": [step("a")] * (turns // 2)},
+                           waiting=["b"], max_turns_per_member=turns)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.ensure_future(ticker())
+    run = council.start(store=db_path, deterministic=True)
+    try:
+        await asyncio.sleep(0.05)
+        await run.cancel()
+    finally:
+        ticking.cancel()
+
+    assert run.status == "cancelled"
+    done = len(of_type(run.events, "node.completed"))
+    assert 0 < done < turns  # it ran, and the cancel landed mid-run
+    assert ticks > 1  # the other task kept running while the scripts did

@@ -33,6 +33,9 @@ __all__ = ["DEFAULT_MAX_PARTICIPANTS", "Engine", "HumanInput"]
 DEFAULT_MAX_PARTICIPANTS: Final = 32
 """The host's ``multiPartyConversation.maxParticipants`` unless configured otherwise."""
 
+_YIELD_EVERY: Final = 0.001
+"""Seconds of inline turns after which the drive lets the event loop run other tasks."""
+
 
 @dataclass(frozen=True, slots=True)
 class HumanInput:
@@ -101,6 +104,8 @@ class Engine:
         self._deadline: float | None = None
         self._rosters: dict[str, frozenset[str]] = {}
         self._stamp_second = -1
+        self._yielded = -_YIELD_EVERY
+        """When the drive last yielded to the event loop before an inline turn."""
         self._stamp_prefix = ""
 
     # -- public operations -----------------------------------------------------------------
@@ -348,12 +353,17 @@ class Engine:
         return agent is not None and agent.inline
 
     async def _run_inline(self, inflight: Inflight) -> list[Inflight] | None:
-        """Run a lone turn of an inline agent (``script``) in the drive's own task.
+        """Run a lone turn of an inline agent (``script``, ``python``) in the drive's task.
 
-        Saves a task and an event-loop iteration per turn. The drive still yields to the
-        loop once first, as a new task would, so other tasks (a UI, ``cancel``) keep running.
+        Saves a task and an event-loop iteration per turn. Turns that never suspend (scripts,
+        handlers that await nothing) would keep the loop to themselves, so the drive yields
+        to it before a turn whenever :data:`_YIELD_EVERY` seconds have passed since it last
+        did: other tasks (a UI, a human's post, ``cancel``) wait at most that long.
         """
-        await asyncio.sleep(0)
+        now = time.monotonic()
+        if now - self._yielded >= _YIELD_EVERY:
+            self._yielded = now
+            await asyncio.sleep(0)
         outcome = await self._take_turn(inflight)
         current = asyncio.current_task()
         if current is not None and current.cancelling():
