@@ -43,6 +43,29 @@ def test_file_is_wal_with_normal_sync_and_parent_dirs_created(tmp_path: Path) ->
         store.close()
 
 
+def test_a_new_file_has_small_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    # Small pages halve the bytes each commit writes to the WAL; the WAL budget stays 4 MiB.
+    store = SqliteStore(tmp_path / "new.db")
+    try:
+        store.append("r1", make_events("r1", 0, 3), 0)
+        assert store._conn.execute("PRAGMA page_size").fetchone() == (1024,)
+        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (4096,)
+    finally:
+        store.close()
+    old = tmp_path / "old.db"
+    with closing(sqlite3.connect(old)) as conn:
+        conn.execute("PRAGMA page_size = 4096")
+        conn.execute("CREATE TABLE unrelated (x)")
+    store = SqliteStore(old)
+    try:
+        store.append("r1", make_events("r1", 0, 3), 0)
+        assert store._conn.execute("PRAGMA page_size").fetchone() == (4096,)
+        assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (1024,)
+        assert [e["sequence"] for e in store.read("r1")] == [0, 1, 2]
+    finally:
+        store.close()
+
+
 def test_bodies_are_compact_utf8_json(store: SqliteStore, db: Path) -> None:
     store.append("r1", [make_event("r1", 0, payload={"text": "日本 ✓"})], 0)
     ((body, kind),) = _raw(db, "SELECT body, type FROM events")
@@ -198,3 +221,10 @@ def test_records_are_the_standard_librarys_compact_json(store: SqliteStore, db: 
     bodies = [body for (body,) in _raw(db, "SELECT body FROM events ORDER BY sequence")]
     assert bodies[:-1] == [STDLIB.encode(event) for event in events[:-1]]
     assert json.loads(bodies[-1]) == json.loads(STDLIB.encode(events[-1]))
+
+
+def test_a_lone_surrogate_is_refused_as_event_invalid(store: SqliteStore) -> None:
+    store.append("r1", make_events("r1", 0, 1), 0)
+    with pytest.raises(EventInvalid, match="cannot be stored as JSON"):
+        store.append("r1", [make_event("r1", 1, payload={"text": "bad \ud800 text"})], 1)
+    assert store.last_sequence("r1") == 0
