@@ -129,6 +129,7 @@ def _floor(db: Path, batches: list[int], turns: int, tmp: Path, repeat: int) -> 
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL")]
         rows = src.execute("SELECT * FROM events ORDER BY rowid").fetchall()
         runs = src.execute("SELECT * FROM runs ORDER BY rowid").fetchall()
+        (page_size,) = src.execute("PRAGMA page_size").fetchone()
     finally:
         src.close()
     insert = f"INSERT INTO events VALUES ({', '.join('?' * len(rows[0]))})"
@@ -145,8 +146,10 @@ def _floor(db: Path, batches: list[int], turns: int, tmp: Path, repeat: int) -> 
         for name, chunks in (("floor", same), ("floor_1commit", per_turn)):
             path = tmp / f"floor{k}{name}.db"
             conn = sqlite3.connect(path, isolation_level=None)
+            conn.execute(f"PRAGMA page_size = {page_size}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {4 * 1024 * 1024 // page_size}")
             for sql in layout:
                 conn.execute(sql)
             wall0 = time.perf_counter()

@@ -79,7 +79,8 @@ def compile(
     if problems:
         raise DeclarationError([_with_source(p, source) for p in problems])
     return CouncilGraph(spec=spec, members=members, rooms=rooms, digest=spec.digest(),
-                        source=source)
+                        source=source,
+                        definition=spec.model_dump(mode="json", exclude_none=True))
 
 
 def _with_source(problem: Problem, source: str | None) -> Problem:

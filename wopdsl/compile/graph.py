@@ -82,6 +82,9 @@ class CouncilGraph:
     """The council file, when loaded from one (recorded in ``run.started``)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Extra ``run.started`` metadata (e.g. handler names of decorator councils)."""
+    definition: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The declaration as JSON data (``run.started`` metadata ``council``), built once and
+    shared by every run started from this graph: read-only."""
 
     @property
     def id(self) -> str:

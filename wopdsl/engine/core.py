@@ -136,9 +136,10 @@ class Engine:
             extra = dict(self.metadata)
             if self.graph.source:
                 extra.setdefault("source", self.graph.source)
-            self._emit("run.started", p.run_started(
-                spec.id, spec.task, spec.model_dump(mode="json", exclude_none=True),
-                self.graph.digest, extra))
+            definition = self.graph.definition or spec.model_dump(mode="json",
+                                                                  exclude_none=True)
+            self._emit("run.started", p.run_started(spec.id, spec.task, definition,
+                                                    self.graph.digest, extra))
             for room in self.graph.rooms.values():
                 self._open_room(room.id)
             self._flush()
