@@ -20,8 +20,12 @@ from wopdsl.store.base import EventStore, RunInfo
 
 __all__ = ["SqliteStore"]
 
-_LAYOUT_VERSION: Final = 1
-"""The table layout this module writes, kept in ``PRAGMA user_version``."""
+_LAYOUT_VERSION: Final = 2
+"""The table layout this module writes, kept in ``PRAGMA user_version``.
+
+1: the tables below. 2: the same tables, and a body that holds a number the fast decoder
+cannot read back exactly (an integer beyond 64 bits) starts with a space (see
+:func:`_encode`), so every other body may be decoded by orjson."""
 
 _LAYOUT: Final = """
 CREATE TABLE IF NOT EXISTS events (
@@ -69,7 +73,7 @@ ORDER BY r.rowid
 _encode_exact: Final = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 ).encode
-_decode: Final = json.JSONDecoder().decode
+_decode_exact: Final = json.JSONDecoder().decode
 _ORJSON_OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
@@ -79,17 +83,17 @@ def _encode(event: RunEventDoc) -> str:
     orjson writes the same compact JSON for JSON values (a float may be spelled otherwise,
     ``1e-7`` for ``1e-07``, never with another value). What it refuses (integers beyond 64
     bits, non-string keys, sets, objects, cycles, lone surrogates) goes to the exact encoder,
-    which stores the first two as the standard library does and refuses the rest; and since
-    orjson writes NaN and infinities as ``null``, a text containing ``null`` is re-encoded
-    exactly, so they are refused too. Decoding stays with the standard library, which reads
-    every integer back exactly.
+    which stores the first two as the standard library does, behind a leading space that
+    sends the body to the exact decoder on reading (orjson would read a huge integer back as a
+    float), and refuses the rest; and since orjson writes NaN and infinities as ``null``, a
+    text containing ``null`` is re-encoded exactly, so they are refused too.
     """
     try:
         body = orjson.dumps(event, option=_ORJSON_OPTIONS)
     except TypeError:
         text = _encode_exact(event)
         text.encode()  # A lone surrogate has no UTF-8 form: UnicodeEncodeError, not stored.
-        return text
+        return " " + text
     if b"null" in body:
         return _encode_exact(event)
     return body.decode()
@@ -136,6 +140,8 @@ class SqliteStore(EventStore):
                 hint="pass --store (or WOP_STORE) pointing at a writable location",
             ) from exc
         self._waiters = _waiters_for(self.path)
+        self._fast_decode = True
+        """Whether bodies may be read with orjson (layout 2 and later, see _LAYOUT_VERSION)."""
         self._conn = self._connect()
 
     def __repr__(self) -> str:
@@ -238,9 +244,11 @@ class SqliteStore(EventStore):
     ) -> list[RunEventDoc]:
         events: list[RunEventDoc] = []
         expected = max(after + 1, 0)
+        fast = self._fast_decode
         for sequence, body in rows:
             try:
-                event = _decode(body)
+                # Layout 2 marks the bodies only the exact decoder reads right (see _encode).
+                event = orjson.loads(body) if fast and body[:1] == "{" else _decode_exact(body)
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(
                     f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
@@ -327,6 +335,7 @@ class SqliteStore(EventStore):
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
+                layout = _LAYOUT_VERSION
             elif layout > _LAYOUT_VERSION:
                 raise StoreError(
                     f"{self.path}: store layout {layout} is newer than this wopdsl "
@@ -339,6 +348,7 @@ class SqliteStore(EventStore):
         except BaseException:
             conn.close()
             raise
+        self._fast_decode = layout >= 2
         return conn
 
     def _where(self, run_id: str, sequence: int) -> str:
