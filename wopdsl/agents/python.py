@@ -8,14 +8,16 @@ import functools
 import inspect
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 from wopdsl.agents.base import MemberAgent
-from wopdsl.model.turns import Turn
+from wopdsl.model.turns import Reply, Turn
 
 __all__ = ["Handler", "PythonAgent", "in_context"]
 
 _T = TypeVar("_T")
+_RESULTS: Final = frozenset({Reply, dict, str})
+"""Result types that are never awaitable (checked first: ``isawaitable`` is slower)."""
 
 Handler = Callable[[Turn], Any] | Callable[[Turn], Awaitable[Any]]
 """A member handler: returns a ``Reply``, a JSON result dict or a summary string."""
@@ -47,7 +49,7 @@ class PythonAgent(MemberAgent):
             # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns moving.
             result = await asyncio.to_thread(self.handler, turn)
         # A sync wrapper (``lambda turn: work(turn)``) may hand back a coroutine: await it.
-        while inspect.isawaitable(result):
+        while type(result) not in _RESULTS and inspect.isawaitable(result):
             result = await result
         return result
 

@@ -175,7 +175,10 @@ class Engine:
                 # Batch after batch, each settlement committed with the next dispatch, while
                 # nobody waits between batches; the lock is released with nothing in flight.
                 while batch is not None:
-                    batch = await self._run_batch(batch)
+                    if len(batch) == 1 and self._deadline is None and self._inline(batch[0]):
+                        batch = await self._run_inline(batch[0])
+                    else:
+                        batch = await self._run_batch(batch)
         return self.state.status
 
     async def post(self, entry: HumanInput) -> str | None:
@@ -269,8 +272,8 @@ class Engine:
             for inflight in batch:
                 self._emit("node.started", p.member_started(
                     inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
-                    position=inflight.position, triggers=inflight.triggers) | {
-                        "batch": state.batch}, node_id=inflight.member)
+                    position=inflight.position, triggers=inflight.triggers,
+                    batch=state.batch), node_id=inflight.member)
             self._flush()
             return batch
         for member_id in state.queue:
@@ -290,17 +293,18 @@ class Engine:
         for member_id in chosen:
             self._emit("node.started", p.member_started(
                 member_id, attempt=0, turn=state.members[member_id].turns + 1,
-                position=state.next_position, triggers=list(state.queue[member_id])) | {
-                    "batch": number}, node_id=member_id)
+                position=state.next_position, triggers=list(state.queue[member_id]),
+                batch=number), node_id=member_id)
         # Append before running: after a crash the turn must be retried, not forgotten.
         if flush:
             self._flush()
         return [state.inflight[m] for m in chosen]
 
     async def _run_batch(self, batch: list[Inflight]) -> list[Inflight] | None:
-        """Run a dispatched batch and settle it; return the next batch if one was chained."""
-        if len(batch) == 1 and self._deadline is None and self._inline(batch[0]):
-            return await self._run_inline(batch[0])
+        """Run a dispatched batch in tasks and settle it; return the next batch if chained.
+
+        A lone turn of an inline agent without a council deadline goes to :meth:`_run_inline`.
+        """
         tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
         pending: set[asyncio.Task[dict[str, Any] | TurnError]] = set()
         try:

@@ -134,10 +134,14 @@ def conversation_closed(
 
 
 def member_started(
-    member_id: str, *, attempt: int, turn: int, position: int, triggers: list[str]
+    member_id: str, *, attempt: int, turn: int, position: int, triggers: list[str],
+    batch: int | None = None,
 ) -> dict[str, Any]:
-    """``node.started`` of a member turn: durable before the member runs."""
-    return {
+    """``node.started`` of a member turn: durable before the member runs.
+
+    ``batch`` numbers the engine's dispatch batches (absent on a human's turn).
+    """
+    payload = {
         "nodeId": member_id,
         "typeId": MEMBER_TYPE_ID,
         "attempt": attempt,
@@ -145,3 +149,6 @@ def member_started(
         "position": position,
         "triggers": triggers,
     }
+    if batch is not None:
+        payload["batch"] = batch
+    return payload
