@@ -47,6 +47,30 @@ async def test_messages_are_room_tails_plus_triggers_once_in_saved_order(
     assert bob_call.messages == ["team/ann/1/1", "team/ann/1/2"]
 
 
+@pytest.mark.parametrize("tail", [1, 2, 3, 5])
+async def test_a_one_room_member_sees_its_tail_plus_older_triggers(
+    make_council: MakeCouncil, db_path: Path, tail: int
+) -> None:
+    calls = Calls()
+
+    def ann(turn: Turn) -> Reply:
+        return reply("ann", say("r", "a0", "x"), say("r", "a1"), say("r", "a2", "x"),
+                     say("r", "a3"))
+
+    council = make_council({"ann": calls.handler(ann), "x": calls.handler()},
+                           rooms={"r": ["ann", "x"]}, waiting=["x"], tail_messages=tail)
+
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed", run.error
+    (x,) = calls.of("x")
+    ids = [f"team/ann/1/{i}" for i in range(4)]
+    assert x.triggers == [ids[0], ids[2]]
+    # The room's last `tail` messages, plus the triggers older than them, in saved order.
+    expected = [m for m in ids if m in ids[-tail:] or m in (ids[0], ids[2])]
+    assert x.messages == expected
+
+
 async def test_a_member_in_no_room_sees_no_messages(make_council: MakeCouncil,
                                                     db_path: Path) -> None:
     calls = Calls()

@@ -15,20 +15,7 @@ from wopdsl.model.turns import Message, Turn
 
 def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) -> Turn:
     """Return the turn input: tails of the member's rooms plus every trigger, in saved order."""
-    tail = state.tail
-    picked: dict[str, Message] = {}
-    for room_id in member.rooms:
-        for message in state.rooms[room_id].messages[-tail:]:
-            picked[message.id] = message
-    needs_sort = len(member.rooms) > 1
-    for message_id in inflight.triggers:
-        if message_id not in picked:
-            picked[message_id] = state.messages[message_id]
-            needs_sort = True
-    messages = list(picked.values())
-    if needs_sort:
-        order = state.order
-        messages.sort(key=lambda m: order[m.id])
+    messages = _seen_messages(state, member.rooms, inflight.triggers)
     triggers = [state.messages[t] for t in inflight.triggers]
     spec = member.spec
     mstate = state.members[spec.id]
@@ -55,6 +42,30 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
                     messages, triggers)
     _check_input_size(turn, member.max_input_bytes, state.sizes)
     return turn
+
+
+def _seen_messages(state: CouncilState, rooms: tuple[str, ...],
+                   triggers: list[str]) -> list[Message]:
+    """The last ``tail`` messages of each room plus every trigger, once each, saved order."""
+    tail = state.tail
+    order = state.order
+    if len(rooms) == 1:
+        # One room (the common case): its tail is already in saved order, and a trigger
+        # from it is either in the tail or older than the tail's first message.
+        messages = state.rooms[rooms[0]].messages[-tail:]
+        if not messages:
+            return [state.messages[t] for t in triggers]
+        first = order[messages[0].id]
+        if all(order[t] >= first for t in triggers):
+            return messages
+    picked: dict[str, Message] = {}
+    for room_id in rooms:
+        for message in state.rooms[room_id].messages[-tail:]:
+            picked[message.id] = message
+    for message_id in triggers:
+        if message_id not in picked:
+            picked[message_id] = state.messages[message_id]
+    return sorted(picked.values(), key=lambda m: order[m.id])
 
 
 def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int]) -> None:

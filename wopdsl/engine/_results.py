@@ -82,20 +82,26 @@ def _normalise(raw: object, member_id: str) -> dict[str, Any]:
         ) from None
 
 
+_RESULT_KEYS = frozenset({"summary", "data", "posts"})
+_POST_KEYS = frozenset({"roomId", "text", "mentions"})
+
+
 def _looks_canonical(raw: dict[Any, Any]) -> bool:
-    # Results built by the script engine (and well-formed dicts) skip pydantic: hot path.
-    if not isinstance(raw.get("summary"), str) or not set(raw) <= {"summary", "data", "posts"}:
+    # Results built by the script engine (and well-formed dicts) skip pydantic: hot path,
+    # hence loops rather than generators.
+    if not isinstance(raw.get("summary"), str) or not raw.keys() <= _RESULT_KEYS:
         return False
     posts = raw.get("posts", [])
-    return isinstance(posts, list) and all(
-        isinstance(p, dict)
-        and p.keys() == {"roomId", "text", "mentions"}
-        and isinstance(p["roomId"], str)
-        and isinstance(p["text"], str)
-        and isinstance(p["mentions"], list)
-        and all(isinstance(m, str) for m in p["mentions"])
-        for p in posts
-    )
+    if not isinstance(posts, list):
+        return False
+    for p in posts:
+        if not (isinstance(p, dict) and p.keys() == _POST_KEYS and isinstance(p["roomId"], str)
+                and isinstance(p["text"], str) and isinstance(p["mentions"], list)):
+            return False
+        for mention in p["mentions"]:
+            if not isinstance(mention, str):
+                return False
+    return True
 
 
 def result_estimate(result: dict[str, Any]) -> int | None:
@@ -109,12 +115,13 @@ def result_estimate(result: dict[str, Any]) -> int | None:
     summary = result.get("summary")
     if "data" in result or type(summary) is not str:
         return None
+    size = len(summary)
     try:
-        return len(summary) + sum(
-            len(p["text"]) + 32 * (1 + len(p["mentions"])) for p in result.get("posts", ())
-        )
+        for post in result.get("posts", ()):  # A loop: results have few posts.
+            size += len(post["text"]) + 32 * (1 + len(post["mentions"]))
     except (TypeError, KeyError):
         return None
+    return size
 
 
 def _check_output_size(result: dict[str, Any], limit: int, member_id: str) -> None:

@@ -104,6 +104,8 @@ class Engine:
         self._deadline: float | None = None
         self._rosters: dict[str, frozenset[str]] = {}
         self._stamp_second = -1
+        self._stamp_ms = -1
+        self._stamp = ""
         self._yielded = -_YIELD_EVERY
         """When the drive last yielded to the event loop before an inline turn."""
         self._stamp_prefix = ""
@@ -643,12 +645,16 @@ class Engine:
         return event
 
     def _timestamp(self, ms: int) -> str:
-        """``iso_ms(ms)``, formatting the date and time once per second, not once per event."""
+        """``iso_ms(ms)``, formatted once per millisecond (the date once per second)."""
+        if ms == self._stamp_ms:
+            return self._stamp
         second, millis = divmod(ms, 1000)
         if second != self._stamp_second:
             self._stamp_prefix = iso_ms(second * 1000)[:-5]  # Drops ".000Z".
             self._stamp_second = second
-        return f"{self._stamp_prefix}.{millis:03d}Z"
+        self._stamp_ms = ms
+        self._stamp = f"{self._stamp_prefix}.{millis:03d}Z"
+        return self._stamp
 
     def _flush(self) -> None:
         if not self._pending:
