@@ -143,6 +143,7 @@ class SqliteStore(EventStore):
         self._fast_decode = True
         """Whether bodies may be read with orjson (layout 2 and later, see _LAYOUT_VERSION)."""
         self._conn = self._connect()
+        self._cursor = self._conn.cursor()
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -174,6 +175,7 @@ class SqliteStore(EventStore):
         first = events[0]
         with self._lock:
             conn = self._conn
+            cursor = self._cursor  # One cursor for appends: conn.execute makes one per call.
             # The last sequence this object committed for the run. The log only grows, and
             # every writer appends right after the run's last event, so while nobody else
             # appended, the run still ends there; if anybody did, the row ``known + 1``
@@ -181,7 +183,7 @@ class SqliteStore(EventStore):
             # holds without reading the run's last event first.
             known = self._written.pop(run_id, None)
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                cursor.execute("BEGIN IMMEDIATE")
                 try:
                     if known is not None and known + 1 == expected_sequence:
                         found: int | None = known
@@ -191,7 +193,7 @@ class SqliteStore(EventStore):
                         if current + 1 != expected_sequence:
                             raise _conflict(run_id, expected_sequence, current)
                     try:
-                        conn.executemany(_INSERT_EVENT, rows)
+                        cursor.executemany(_INSERT_EVENT, rows)
                     except sqlite3.IntegrityError:
                         if found != known:
                             raise
@@ -201,7 +203,7 @@ class SqliteStore(EventStore):
                     if found is None:
                         workflow = str(first["payload"].get("workflowId", ""))
                         conn.execute(_INSERT_RUN, (run_id, workflow, first["timestamp"]))
-                    conn.execute("COMMIT")
+                    cursor.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
