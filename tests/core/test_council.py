@@ -80,14 +80,19 @@ def test_decorated_council_runs_the_published_example(tmp_path):
     assert run.result["agents"][0]["result"]["summary"].startswith("Finished")
 
 
-def test_bind_handlers_to_a_toml_council(tmp_path):
+def bound_toml_council(tmp_path) -> Council:
+    """The TOML twin of ``decorated()``, with the decorated handlers bound to it."""
     path = tmp_path / "team.toml"
     path.write_text(TOML, encoding="utf-8")
     council = wopdsl.load(path)
     source = decorated()
     council.bind("writer")(source.handlers["writer"])
     council.bind("reviewer")(source.handlers["reviewer"])
-    assert council.run(store="memory:").status == "completed"
+    return council
+
+
+def test_bind_handlers_to_a_toml_council(tmp_path):
+    assert bound_toml_council(tmp_path).run(store="memory:").status == "completed"
 
 
 def test_unbound_python_member_is_a_declaration_error(tmp_path):
@@ -145,12 +150,7 @@ def test_user_code_may_name_post_rooms_by_keyword_or_wire_name():
 
 
 def test_compile_is_reused_until_the_declaration_or_a_handler_changes(tmp_path):
-    path = tmp_path / "team.toml"
-    path.write_text(TOML, encoding="utf-8")
-    council = wopdsl.load(path)
-    source = decorated()
-    council.bind("writer")(source.handlers["writer"])
-    council.bind("reviewer")(source.handlers["reviewer"])
+    council = bound_toml_council(tmp_path)
     graph = council.compile()
     assert council.compile() is graph
     assert council.run(store=tmp_path / "a.db").status == "completed"
