@@ -9,7 +9,10 @@ sample and falls back to ``model_construct`` if a pydantic release ever differs.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, cast
+
+from pydantic import BaseModel
 
 from wopdsl.model.turns import Message, Turn
 
@@ -18,14 +21,28 @@ _MESSAGE_FIELDS: Final = frozenset(Message.model_fields)
 _TURN_FIELDS: Final = frozenset(Turn.model_fields)
 
 
+def _slot_setter(name: str) -> Callable[[Any, Any], None]:
+    """Set BaseModel's slot ``name`` through its descriptor (no ``__setattr__`` lookup)."""
+    descriptor = vars(BaseModel).get(name)
+    setter = getattr(descriptor, "__set__", None)
+    if setter is None:  # pragma: no cover - a pydantic without these slots
+        return lambda obj, value: _set(obj, name, value)
+    return cast(Callable[[Any, Any], None], setter)
+
+
+_set_fields: Final = _slot_setter("__pydantic_fields_set__")
+_set_extra: Final = _slot_setter("__pydantic_extra__")
+_set_private: Final = _slot_setter("__pydantic_private__")
+
+
 def _direct_message(id: str, room: str, sender: str, text: str,
                     mentions: list[str], position: int) -> Message:
     message = Message.__new__(Message)
     _set(message, "__dict__", {"id": id, "room": room, "sender": sender, "text": text,
                                "mentions": mentions, "position": position})
-    _set(message, "__pydantic_fields_set__", set(_MESSAGE_FIELDS))
-    _set(message, "__pydantic_extra__", None)
-    _set(message, "__pydantic_private__", None)
+    _set_fields(message, set(_MESSAGE_FIELDS))
+    _set_extra(message, None)
+    _set_private(message, None)
     return message
 
 
@@ -42,9 +59,9 @@ def _direct_turn(task: str, member: str, role: str, brief: str, turn: int,
     _set(model, "__dict__", {"task": task, "member": member, "role": role, "brief": brief,
                              "turn": turn, "result": result, "messages": messages,
                              "triggers": triggers})
-    _set(model, "__pydantic_fields_set__", set(_TURN_FIELDS))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    _set_fields(model, set(_TURN_FIELDS))
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 

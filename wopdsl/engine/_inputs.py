@@ -15,7 +15,7 @@ from wopdsl.model.turns import Message, Turn
 
 def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) -> Turn:
     """Return the turn input: tails of the member's rooms plus every trigger, in saved order."""
-    messages = _seen_messages(state, member.rooms, inflight.triggers)
+    messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
     triggers = [state.messages[t] for t in inflight.triggers]
     spec = member.spec
     mstate = state.members[spec.id]
@@ -40,24 +40,31 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
             ) from None
     turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
                     messages, triggers)
-    _check_input_size(turn, member.max_input_bytes, state.sizes)
+    _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
     return turn
 
 
 def _seen_messages(state: CouncilState, rooms: tuple[str, ...],
-                   triggers: list[str]) -> list[Message]:
-    """The last ``tail`` messages of each room plus every trigger, once each, saved order."""
+                   triggers: list[str]) -> tuple[list[Message], int | None]:
+    """The last ``tail`` messages of each room plus every trigger, once each, saved order.
+
+    Also returns the sum of their size terms when it comes for free (else ``None``).
+    """
     tail = state.tail
     order = state.order
     if len(rooms) == 1:
         # One room (the common case): its tail is already in saved order, and a trigger
         # from it is either in the tail or older than the tail's first message.
-        messages = state.rooms[rooms[0]].messages[-tail:]
+        room = state.rooms[rooms[0]]
+        messages = room.messages[-tail:]
         if not messages:
-            return [state.messages[t] for t in triggers]
+            return [state.messages[t] for t in triggers], None
         first = order[messages[0].id]
-        if all(order[t] >= first for t in triggers):
-            return messages
+        for message_id in triggers:
+            if order[message_id] < first:
+                break
+        else:
+            return messages, sum(room.sizes[-tail:]) if room.sizes else None
     picked: dict[str, Message] = {}
     for room_id in rooms:
         for message in state.rooms[room_id].messages[-tail:]:
@@ -65,17 +72,20 @@ def _seen_messages(state: CouncilState, rooms: tuple[str, ...],
     for message_id in triggers:
         if message_id not in picked:
             picked[message_id] = state.messages[message_id]
-    return sorted(picked.values(), key=lambda m: order[m.id])
+    return sorted(picked.values(), key=lambda m: order[m.id]), None
 
 
-def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int]) -> None:
+def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int],
+                      terms: int | None = None) -> None:
     # An upper bound first: exact JSON sizing is only worth it when the input may be large.
     # Each message's term (its text, id and mentions, see CouncilState.sizes) is computed
     # once when it is saved, not once per turn that sees it.
-    try:
-        terms = sum([sizes[m.id] for m in turn.messages])
-    except KeyError:  # A state built by hand: size its messages here.
-        terms = sum(len(m.text) + len(m.id) + 64 + 16 * len(m.mentions) for m in turn.messages)
+    if terms is None:
+        try:
+            terms = sum([sizes[m.id] for m in turn.messages])
+        except KeyError:  # A state built by hand: size its messages here.
+            terms = sum(len(m.text) + len(m.id) + 64 + 16 * len(m.mentions)
+                        for m in turn.messages)
     estimate = len(turn.task) + len(turn.brief) + 4 * terms
     if turn.result is not None:
         # The previous result: a canonical one is sized without encoding it, with the same

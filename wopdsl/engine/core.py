@@ -107,6 +107,8 @@ class Engine:
         self._stamp_ms = -1
         self._stamp = ""
         self._yielded = -_YIELD_EVERY
+        self._driver: asyncio.Task[Any] | None = None
+        """The task running :meth:`drive`, once it has started."""
         """When the drive last yielded to the event loop before an inline turn."""
         self._stamp_prefix = ""
 
@@ -148,6 +150,7 @@ class Engine:
 
     async def drive(self) -> RunStatus:
         """Run batches until the run ends or waits for human input; return the status."""
+        self._driver = asyncio.current_task()  # Where inline turns run (see _run_inline).
         async with self._lock:
             self._catch_up()
             if self.state.terminal:
@@ -372,8 +375,7 @@ class Engine:
             self._yielded = now
             await asyncio.sleep(0)
         outcome = await self._take_turn(inflight)
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
+        if self._driver is not None and self._driver.cancelling():
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
         return self._settle_after_input([inflight], [outcome], timed_out=False)
 

@@ -72,6 +72,8 @@ class RoomState:
     opened: bool = False
     closed: bool = False
     messages: list[Message] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    """Each message's input-size term (see ``CouncilState.sizes``), parallel to ``messages``."""
 
 
 @dataclass(slots=True)
@@ -290,9 +292,11 @@ class CouncilState:
         message = new_message(message_id, room.id, turn["from"], content.get("text", ""),
                               mentions, position)
         self.order[message_id] = len(self.messages)
-        self.sizes[message_id] = len(message.text) + len(message_id) + 64 + 16 * len(mentions)
+        size = len(message.text) + len(message_id) + 64 + 16 * len(mentions)
+        self.sizes[message_id] = size
         self.messages[message_id] = message
         room.messages.append(message)
+        room.sizes.append(size)
         for target in mentions:
             if target in self.members:
                 triggers = self.queue.setdefault(target, [])
