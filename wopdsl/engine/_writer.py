@@ -1,0 +1,190 @@
+"""Private: the engine's event writer — every change of a run as an OpenWOP event.
+
+:class:`EventWriter` builds each event, folds it into the run's :class:`CouncilState` at once
+(so later events of the same step see it) and commits what is pending in one transaction
+(:meth:`EventWriter._flush`). It also writes the rooms' conversation lifecycle (RFC 0005,
+with RFC 0101 rosters). :class:`~wopdsl.engine.core.Engine` adds the scheduling on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from wopdsl._ids import (
+    Clock,
+    FixedClock,
+    SystemClock,
+    conversation_id,
+    event_id,
+    iso_ms,
+    parse_iso_ms,
+)
+from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine.state import CouncilState
+from wopdsl.errors import ValidationError
+from wopdsl.protocol import payloads as p
+from wopdsl.protocol.envelope import SCHEMA_VERSION, RunEventDoc
+from wopdsl.store.base import EventStore
+
+__all__ = ["EventWriter"]
+
+
+class EventWriter:
+    """Writes one run's events: built, folded into :attr:`state`, committed by ``_flush``.
+
+    Args:
+        graph: The compiled council.
+        store: Where the run's events live.
+        run_id: The run (new or existing); its log is read and folded here.
+        clock: Time source for timestamps; a deterministic run (``metadata.clock`` is
+            ``"fixed"``) resumes on a fixed clock that continues after its last event.
+    """
+
+    def __init__(self, graph: CouncilGraph, store: EventStore, run_id: str, *,
+                 clock: Clock | None = None) -> None:
+        self.graph = graph
+        self.store = store
+        self.run_id = run_id
+        events = store.read(run_id)
+        self.state = CouncilState.fold(events)
+        if clock is None and events and self.state.metadata.get("clock") == "fixed":
+            # A deterministic run stays deterministic when resumed: its clock continues.
+            clock = FixedClock(start_ms=parse_iso_ms(events[-1]["timestamp"]) + 1)
+        self.clock: Clock = clock or SystemClock()
+        self._pending: list[RunEventDoc] = []
+        self.listeners: list[Callable[[list[RunEventDoc]], None]] = []
+        """Called with each batch of events once it is durable (in this process)."""
+        self._rosters: dict[str, frozenset[str]] = {}
+        self._stamp_second = -1
+        self._stamp_prefix = ""
+        self._stamp_ms = -1
+        self._stamp = ""
+
+    @property
+    def settled(self) -> bool:
+        """Whether every event applied to :attr:`state` is durable (none awaits a flush)."""
+        return not self._pending
+
+    # -- the event writer ------------------------------------------------------------------
+
+    def _ms(self) -> int:
+        return self.clock.now_ms()
+
+    def _duration(self) -> int:
+        return max(0, self._ms() - self.state.started_ms) if self.state.started_ms else 0
+
+    def _emit(self, type_: str, payload: dict[str, Any], *, node_id: str | None = None,
+              causation: str | None = None) -> RunEventDoc:
+        state = self.state
+        sequence = state.last_sequence + 1
+        event: RunEventDoc = {
+            "eventId": event_id(self.run_id, sequence),
+            "runId": self.run_id,
+            "type": type_,
+            "payload": payload,
+            "timestamp": self._timestamp(self.clock.now_ms()),
+            "sequence": sequence,
+            "schemaVersion": SCHEMA_VERSION,
+        }
+        if node_id is not None:
+            event["nodeId"] = node_id
+        if causation:
+            event["causationId"] = causation
+        # Applied at once so later events of the same step see it; made durable by _flush.
+        state.apply(event)
+        self._pending.append(event)
+        return event
+
+    def _timestamp(self, ms: int) -> str:
+        """``iso_ms(ms)``, formatted once per millisecond (the date once per second)."""
+        if ms == self._stamp_ms:
+            return self._stamp
+        second, millis = divmod(ms, 1000)
+        if second != self._stamp_second:
+            self._stamp_prefix = iso_ms(second * 1000)[:-5]  # Drops ".000Z".
+            self._stamp_second = second
+        self._stamp_ms = ms
+        self._stamp = f"{self._stamp_prefix}.{millis:03d}Z"
+        return self._stamp
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        events, self._pending = self._pending, []
+        try:
+            self.store.append(self.run_id, events, events[0]["sequence"])
+        except BaseException:
+            # The speculative state is ahead of the log: rebuild it from what is durable.
+            self.state = CouncilState.fold(self.store.read(self.run_id))
+            raise
+        for listener in self.listeners:
+            listener(events)
+
+    def _catch_up(self) -> None:
+        self.state.apply_all(self.store.read(self.run_id, self.state.last_sequence))
+
+    # -- rooms -----------------------------------------------------------------------------
+
+    def _open_room(self, room_id: str) -> None:
+        room = self.graph.rooms[room_id]
+        node = p.room_node_id(room_id)
+        cid = conversation_id(self.run_id, room_id)
+        self._emit("node.started", {"nodeId": node, "typeId": p.ROOM_TYPE_ID, "attempt": 0},
+                   node_id=node)
+        self._emit("interrupt.requested", p.interrupt_requested(cid, room.title), node_id=node)
+        suspended = self._emit("node.suspended", {
+            "nodeId": node, "interruptId": f"{cid}:start", "key": f"{cid}:start",
+            "reason": "conversation-input"}, node_id=node)
+        participants = [
+            {"agentId": p.agent_ref(m), "name": self.graph.members[m].spec.role}
+            for m in room.members if not self.graph.members[m].human
+        ]
+        initial = p.system_turn(cid, 0, self.graph.spec.task, self._ms(), room_id)
+        self._emit("conversation.opened",
+                   p.conversation_opened(cid, participants, initial, room.turn_schema),
+                   node_id=node, causation=suspended["eventId"])
+
+    def _exchange(self, room_id: str, mid: str, sender: str, text: str, mentions: list[str],
+                  *, human: bool) -> None:
+        room = self.state.rooms[room_id]
+        if room.closed:
+            raise ValidationError(f"conversation of room '{room_id}' is closed",
+                                  hint="no turn may follow conversation.closed")
+        turn = p.post_turn(mid, sender, human=human, text=text, mentions=mentions,
+                           ts=self._ms(), index=room.turn_index + 1, room_id=room_id)
+        if not human and turn.get("speakerId") not in self._roster(room_id):
+            # Fail closed (RFC 0101 §Security): never append an unattributed agent turn.
+            raise ValidationError(f"speaker {sender} is not a participant of room '{room_id}'")
+        self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id, turn),
+                   node_id=p.room_node_id(room_id), causation=room.last_event_id)
+
+    def _roster(self, room_id: str) -> frozenset[str]:
+        roster = self._rosters.get(room_id)
+        if roster is None:  # The graph never changes: build each room's roster once.
+            room = self.graph.rooms[room_id]
+            roster = frozenset(p.agent_ref(m) for m in room.members
+                               if not self.graph.members[m].human)
+            self._rosters[room_id] = roster
+        return roster
+
+    def _close_room(self, room_id: str, outcome: Any, text: str) -> None:
+        room = self.state.rooms[room_id]
+        if room.closed or not room.opened:
+            return
+        node = p.room_node_id(room_id)
+        final = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
+                              room_id)
+        closed = self._emit("conversation.closed",
+                            p.conversation_closed(room.conversation_id, final, outcome),
+                            node_id=node, causation=room.last_event_id)
+        self._emit("node.resumed", {"nodeId": node, "interruptId": f"{room.conversation_id}:start",
+                                    "resumeValue": {"operation": "close", "outcome": outcome}},
+                   node_id=node, causation=closed["eventId"])
+        self._emit("node.completed", {"nodeId": node, "outputs": {
+            "conversationId": room.conversation_id, "messages": len(room.messages)}},
+            node_id=node)
+
+    def _close_all(self, outcome: Any, text: str) -> None:
+        for room_id in self.state.rooms:
+            self._close_room(room_id, outcome, text)
