@@ -64,7 +64,8 @@ def _seen_messages(state: CouncilState, rooms: tuple[str, ...],
             if order[message_id] < first:
                 break
         else:
-            return messages, sum(room.sizes[-tail:]) if room.sizes else None
+            aligned = len(room.sizes) == len(room.messages)  # (a state built by hand)
+            return messages, sum(room.sizes[-tail:]) if aligned else None
     picked: dict[str, Message] = {}
     for room_id in rooms:
         for message in state.rooms[room_id].messages[-tail:]:
