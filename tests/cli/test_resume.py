@@ -138,7 +138,9 @@ def solo(turn):
 """
 
 
-def test_ctrl_c_stops_at_once_and_the_run_resumes(wop: Wop, tmp_path: Path) -> None:
+def test_a_live_run_is_not_resumed_twice_and_ctrl_c_stops_it_at_once(
+    wop: Wop, tmp_path: Path
+) -> None:
     (tmp_path / "slow.py").write_text(SLOW, encoding="utf-8")
     (tmp_path / "slow.toml").write_text(
         '[council]\nid = "slow"\ntask = "t"\n\n[[members]]\nid = "solo"\nrole = "s"\n'
@@ -149,6 +151,13 @@ def test_ctrl_c_stops_at_once_and_the_run_resumes(wop: Wop, tmp_path: Path) -> N
         assert child.stdout is not None
         assert child.stdout.readline().startswith("run s1 ")
         assert child.stdout.readline() == "handler-started\n"
+        # While the child executes the run, resuming it elsewhere is refused, not doubled.
+        busy = wop("resume", "s1")
+        assert busy.returncode == 1, busy.stderr
+        assert "error[STORE_CONFLICT]" in busy.stderr
+        assert "run s1 is executing in another process" in busy.stderr
+        assert "Traceback" not in busy.stderr
+        assert stored_events(tmp_path / DB, "s1")[-1]["type"] == "node.started"
         child.send_signal(signal.SIGINT)
         try:
             _, err = child.communicate(timeout=60)  # A safety net: the handler sleeps 600 s.

@@ -248,3 +248,41 @@ def test_a_lone_surrogate_is_refused_as_event_invalid(store: SqliteStore) -> Non
     with pytest.raises(EventInvalid, match="cannot be stored as JSON"):
         store.append("r1", [make_event("r1", 1, payload={"text": "bad \ud800 text"})], 1)
     assert store.last_sequence("r1") == 0
+
+
+CLAIMER = """
+import sys, time
+from wopdsl.store import SqliteStore
+with SqliteStore(sys.argv[1]).claim(sys.argv[2]):
+    print("claimed", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_claim_holds_across_processes_until_its_holder_dies(db: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", CLAIMER, str(db), "r1"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "claimed"
+        store = SqliteStore(db)
+        try:
+            with pytest.raises(StoreConflict, match="executing in another process"), \
+                    store.claim("r1"):
+                pass  # pragma: no cover - refused
+            with store.claim("r2"):  # Another run of the same file is free.
+                pass
+            os.kill(holder.pid, signal.SIGKILL)  # The OS drops the lock with its process.
+            holder.communicate(timeout=30)
+            with store.claim("r1"):
+                pass
+        finally:
+            store.close()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.communicate()

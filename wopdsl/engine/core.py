@@ -119,7 +119,14 @@ class Engine(EventWriter):
             self._flush()
 
     async def drive(self) -> RunStatus:
-        """Run batches until the run ends or waits for human input; return the status."""
+        """Run batches until the run ends or waits for human input; return the status.
+
+        The run is claimed while it is driven (:meth:`EventStore.claim`): one driver at a
+        time, in this process or (SQLite) any other.
+
+        Raises:
+            StoreConflict: another driver is executing the run, or took it over meanwhile.
+        """
         self._driver = asyncio.current_task()  # Where inline turns run (see _run_inline).
         async with self._lock:
             self._catch_up()
@@ -127,6 +134,13 @@ class Engine(EventWriter):
                 return self.state.status
             self._require_handlers()
             self._arm_deadline()
+        with self.store.claim(self.run_id):
+            async with self._lock:
+                self._catch_up()  # What a driver that just let go appended.
+            await self._drive_batches()
+        return self.state.status
+
+    async def _drive_batches(self) -> None:
         while True:
             # The lock covers one batch at a time, so a human may post between batches.
             async with self._lock:
@@ -154,7 +168,6 @@ class Engine(EventWriter):
                         batch = await self._run_inline(batch[0])
                     else:
                         batch = await self._run_batch(batch)
-        return self.state.status
 
     async def post(self, entry: HumanInput) -> str | None:
         """Save a human's input (between batches); return the new message id, if any.

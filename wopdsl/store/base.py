@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
 from wopdsl.errors import StoreConflict
@@ -72,6 +74,33 @@ class EventStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default.
         """Release resources (connections, files)."""
 
+    @contextlib.contextmanager
+    def claim(self, run_id: str) -> Iterator[None]:
+        """Hold the right to execute ``run_id`` while the block runs: one driver per run.
+
+        An engine claims its run while it drives it, so resuming a run that is still
+        executing is refused instead of running its in-flight turn a second time. The
+        default claim holds within this process (per :meth:`claim_key`); stores shared by
+        several processes also claim across them (``SqliteStore`` does).
+
+        Raises:
+            StoreConflict: another driver holds the run.
+        """
+        key = (self.claim_key(), run_id)
+        with _CLAIMS_LOCK:
+            if key in _CLAIMED:
+                raise busy(run_id, "another driver in this process")
+            _CLAIMED.add(key)
+        try:
+            yield
+        finally:
+            with _CLAIMS_LOCK:
+                _CLAIMED.discard(key)
+
+    def claim_key(self) -> object:
+        """What identifies this store's storage for in-process claims (default: the object)."""
+        return self
+
     async def subscribe(self, run_id: str, after: int = -1) -> AsyncIterator[RunEventDoc]:
         """Yield the run's events after ``after``: catch up first, then follow live.
 
@@ -99,3 +128,17 @@ class EventStore(ABC):
                     f"(run {event['runId']}), expected {expected + offset}",
                     hint="build events from the run's current last sequence",
                 )
+
+
+_CLAIMED: set[tuple[object, str]] = set()
+"""(storage, run id) pairs a driver in this process holds (see EventStore.claim)."""
+_CLAIMS_LOCK = threading.Lock()
+
+
+def busy(run_id: str, holder: str) -> StoreConflict:
+    """The error for a run that ``holder`` is executing."""
+    return StoreConflict(
+        f"run {run_id} is executing in {holder}; it is not resumed twice",
+        hint="attach to it instead (wop tui RUN, wop events RUN --follow, wopdsl.attach), "
+             "or resume it once that process has stopped",
+    )

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import hashlib
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -16,7 +18,7 @@ import orjson
 
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import SUPPORTED_SCHEMA_VERSIONS, RunEventDoc, check_event
-from wopdsl.store.base import EventStore, RunInfo
+from wopdsl.store.base import EventStore, RunInfo, busy
 
 __all__ = ["SqliteStore"]
 
@@ -147,6 +149,32 @@ class SqliteStore(EventStore):
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
+
+    # -- claims ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def claim(self, run_id: str) -> Iterator[None]:
+        """Hold the right to execute ``run_id``, in this process and across processes.
+
+        Besides the in-process claim, takes an exclusive lock on one byte of the file
+        ``<db>-claims`` (the byte is chosen by the run id), which the operating system
+        releases when the holder ends in any way, ``kill -9`` included: a crashed run can be
+        resumed at once, a live one cannot. Where POSIX locks are unavailable (Windows),
+        claims hold within the process only.
+
+        Raises:
+            StoreConflict: another driver (here or in another process) holds the run.
+        """
+        with super().claim(run_id):
+            release = _lock_run(self.path, run_id)
+            try:
+                yield
+            finally:
+                release()
+
+    def claim_key(self) -> object:
+        """Stores on the same file share in-process claims."""
+        return str(self.path.resolve())
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -469,3 +497,36 @@ def _waiters_for(path: Path) -> _Waiters:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+try:  # POSIX record locks: released by the OS when their process ends, however it ends.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: claims hold within the process only.
+    fcntl = None  # type: ignore[assignment]
+
+_CLAIM_FILES: dict[str, int] = {}
+"""One descriptor per claims file, kept open for the process: closing any descriptor of a
+file drops all of the process's POSIX locks on it."""
+_CLAIM_FILES_LOCK = threading.Lock()
+
+
+def _lock_run(db: Path, run_id: str) -> Callable[[], None]:
+    """Lock ``run_id``'s byte of ``<db>-claims``; return the release function."""
+    if fcntl is None:  # pragma: no cover
+        return lambda: None
+    path = f"{db}-claims"
+    with _CLAIM_FILES_LOCK:
+        fd = _CLAIM_FILES.get(path)
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise StoreError(f"{path}: cannot open the run claims file: {exc}",
+                                 hint="the store's folder must be writable") from exc
+            _CLAIM_FILES[path] = fd
+    offset = int.from_bytes(hashlib.blake2b(run_id.encode(), digest_size=7).digest(), "big")
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+    except OSError:
+        raise busy(run_id, "another process") from None
+    return lambda: fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)

@@ -279,6 +279,31 @@ class StoreConformance:
         assert back == event
         assert json.dumps(back["payload"]) == json.dumps(payload)
 
+    # -- claims ----------------------------------------------------------------------------
+
+    def test_a_run_has_one_claim_at_a_time(self, store: EventStore) -> None:
+        """``claim(run)`` is exclusive per run, other runs stay free, and it ends with the block."""
+        with store.claim("r1"):
+            with pytest.raises(StoreConflict) as caught, store.claim("r1"):
+                pass  # pragma: no cover - the claim above is refused
+            assert caught.value.code == "STORE_CONFLICT"
+            with store.claim("r2"):
+                pass
+        with store.claim("r1"):
+            pass
+
+    def test_a_second_handle_sees_the_claim(self, store: EventStore, tmp_path: Path) -> None:
+        """Capability reopen_store: a claim holds for every handle on the same storage."""
+        self.require("reopen_store")
+        other = self.reopen_store(tmp_path)
+        try:
+            with store.claim("r1"), pytest.raises(StoreConflict), other.claim("r1"):
+                pass  # pragma: no cover - refused
+            with other.claim("r1"):
+                pass
+        finally:
+            other.close()
+
     # -- listing ---------------------------------------------------------------------------
 
     def test_runs_lists_oldest_first_with_their_last_event(self, store: EventStore) -> None:
