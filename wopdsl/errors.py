@@ -7,6 +7,7 @@ Our exception hierarchy::
     ├── ValidationError (ValueError)       validation_error
     ├── StoreError
     │   ├── StoreConflict                   STORE_CONFLICT
+    │   │   └── RunBusy                     STORE_CONFLICT (another driver executes the run)
     │   ├── EventInvalid (ValueError)       EVENT_INVALID
     │   └── RunNotFound (LookupError)       RUN_NOT_FOUND
     └── RunFailed                           the code of the failed run
@@ -28,6 +29,7 @@ __all__ = [
     "DeclarationError",
     "EventInvalid",
     "Problem",
+    "RunBusy",
     "RunFailed",
     "RunNotFound",
     "StoreConflict",
@@ -155,6 +157,10 @@ class StoreConflict(StoreError):
     """Another writer appended to the run first (optimistic concurrency)."""
 
     code = "STORE_CONFLICT"
+
+
+class RunBusy(StoreConflict):
+    """Another driver is executing the run (it holds the run's claim); nothing was appended."""
 
 
 class EventInvalid(StoreError, ValueError):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, overload
 from wopdsl._snapshot import build_snapshot
 from wopdsl.engine import Engine, HumanInput, engine_for
 from wopdsl.engine.state import TERMINAL, CouncilState, RunStatus
-from wopdsl.errors import RunNotFound, ValidationError
+from wopdsl.errors import RunBusy, RunNotFound, ValidationError
 from wopdsl.model.turns import Message
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.conversation import parse_resume
@@ -156,7 +156,7 @@ class Run:
 
     # -- driving ---------------------------------------------------------------------------
 
-    def _begin(self, *, start: bool) -> None:
+    def _begin(self, *, start: bool, follow_if_busy: bool = False) -> None:
         engine = self._require_engine()
 
         started = self._started = asyncio.Event()
@@ -167,24 +167,38 @@ class Run:
                     await engine.start()
             finally:
                 started.set()
-            return await engine.drive()
+            try:
+                return await engine.drive()
+            except RunBusy:
+                if not follow_if_busy:
+                    raise
+                # Another driver took the run up meanwhile (a reply from elsewhere): it
+                # executes the run, this post included; follow it to its next stop.
+                return await self._watch()
 
         self._task = asyncio.ensure_future(go())
 
-    async def wait(self) -> RunStatus:
-        """Wait until the run completes, fails, is cancelled or waits for input."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
-            return self.status
+    async def _watch(self) -> RunStatus:
+        """Follow the log until the run stops (for a run another driver executes)."""
         # Read the status and the position together: another process may append in between.
         state = self.state
         status, after = state.status, state.last_sequence
         if status in TERMINAL or status == "waiting-input":
             # Already stopped: nothing is appended until someone acts, so return now.
             return status
-        async for _ in self._follow(after):
-            pass
+        async for event in self.store.subscribe(self.run_id, after):
+            if event["sequence"] >= self.store.last_sequence(self.run_id):
+                status = self.status
+                if status in TERMINAL or status == "waiting-input":
+                    break
         return self.status
+
+    async def wait(self) -> RunStatus:
+        """Wait until the run completes, fails, is cancelled or waits for input."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+            return self.status
+        return await self._watch()
 
     async def resume(self) -> RunStatus:
         """Continue an interrupted or waiting run in this process, then wait for it."""
@@ -234,7 +248,7 @@ class Run:
         ours = self._task is not None and self._task.done()
         if (ours or was_waiting) and self.status not in TERMINAL and \
                 self.status != "waiting-input":
-            self._begin(start=False)
+            self._begin(start=False, follow_if_busy=True)
         return message
 
     async def cancel(self, reason: str = "cancelled by user") -> None:

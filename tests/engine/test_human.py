@@ -198,3 +198,29 @@ async def test_a_human_post_breaking_the_turn_schema_is_refused(make_council: Ma
     assert len(run.events) == before
     await run.reply("ok", room="all")
     assert await run.wait() == "completed"
+
+
+async def test_a_reply_while_another_driver_holds_the_run_is_kept_and_followed(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    calls = Calls()
+    council = desk_council(make_council, calls)
+    run = await council.arun(store=db_path, deterministic=True)
+    assert run.status == "waiting-input"
+    store = SqliteStore(db_path)
+    late = attach(store, run.run_id, council=council)
+
+    # Another driver took the run up just now (as a second person's reply would).
+    with store.claim(run.run_id):
+        message_id = await late.reply("Version 2 @writer", room="desk")
+        watching = asyncio.ensure_future(late.wait())
+        await asyncio.sleep(0.05)
+        assert not watching.done()  # not driving: following the driver that holds the run
+    assert message_id == "team/me/2/0"
+
+    # That driver carries the run on, the late post included.
+    assert await attach(db_path, run.run_id, council=council).resume() == "completed"
+    assert await asyncio.wait_for(watching, 10) == "completed"
+    assert [(c.member, c.turn, c.triggers) for c in calls.log] == [
+        ("writer", 1, []), ("writer", 2, ["team/me/2/0"])]
+    store.close()

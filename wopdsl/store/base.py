@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
-from wopdsl.errors import StoreConflict
+from wopdsl.errors import RunBusy, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 
 __all__ = ["EventStore", "RunInfo"]
@@ -135,9 +135,9 @@ _CLAIMED: set[tuple[object, str]] = set()
 _CLAIMS_LOCK = threading.Lock()
 
 
-def busy(run_id: str, holder: str) -> StoreConflict:
+def busy(run_id: str, holder: str) -> RunBusy:
     """The error for a run that ``holder`` is executing."""
-    return StoreConflict(
+    return RunBusy(
         f"run {run_id} is executing in {holder}; it is not resumed twice",
         hint="attach to it instead (wop tui RUN, wop events RUN --follow, wopdsl.attach), "
              "or resume it once that process has stopped",
