@@ -18,6 +18,7 @@ from wopdsl.engine.state import CouncilState, RunStatus
 from wopdsl.errors import (
     DeclarationError,
     EventInvalid,
+    RunBusy,
     RunFailed,
     RunNotFound,
     StoreConflict,
@@ -62,6 +63,7 @@ __all__ = [
     "Reply",
     "RoomSpec",
     "Run",
+    "RunBusy",
     "RunFailed",
     "RunInfo",
     "RunNotFound",
