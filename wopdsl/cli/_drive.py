@@ -8,7 +8,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -121,16 +121,30 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
                            f"{ctx.store_target}",
                            hint=f"choose another --run-id, or continue it with "
                                 f"`wop{ctx.store_flag} resume {args.run_id}`")
-    printer = LivePrinter(ctx.out, quiet=args.json)
+
+    async def begin() -> tuple[Run, str]:
+        run = council.start(store, args.run_id, max_participants=args.max_participants)
+        return run, f"run {run.run_id} (council {council.id}, store {ctx.store_target})"
+
+    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.wait)
+
+
+def _live(ctx: Context, printer: LivePrinter, as_json: bool,
+          begin: Callable[[], Awaitable[tuple[Run, str | None]]],
+          until: Callable[[Run], Awaitable[Any]]) -> int:
+    """Run a command's run live and return its exit code.
+
+    ``begin`` starts or opens the run and gives its header line; the run's messages are
+    printed until ``until(run)`` returns, then its outcome.
+    """
 
     async def go() -> int:
-        run = council.start(store, args.run_id, max_participants=args.max_participants)
+        run, header = await begin()
         ctx.run_id = run.run_id
-        if not args.json:
-            print(f"run {run.run_id} (council {council.id}, store {ctx.store_target})",
-                  file=ctx.out, flush=True)
-        await follow_while(run, printer, run.wait())
-        return finish(ctx, run, printer, as_json=args.json)
+        if header and not as_json:
+            print(header, file=ctx.out, flush=True)
+        await follow_while(run, printer, until(run))
+        return finish(ctx, run, printer, as_json=as_json)
 
     return run_until_stop(go())
 
@@ -157,18 +171,12 @@ def _rebind(ctx: Context, run_id: str, target: str | None) -> Council:
 def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
     """``wop resume RUN [FILE]``: continue an interrupted or waiting run."""
     council = _rebind(ctx, args.run, args.council)
-    printer = LivePrinter(ctx.out, quiet=args.json)
 
-    async def go() -> int:
+    async def begin() -> tuple[Run, str]:
         run = council.open(args.run, ctx.store())
-        ctx.run_id = run.run_id
-        if not args.json:
-            print(f"run {run.run_id} (council {council.id}, store {ctx.store_target})",
-                  file=ctx.out, flush=True)
-        await follow_while(run, printer, run.resume())
-        return finish(ctx, run, printer, as_json=args.json)
+        return run, f"run {run.run_id} (council {council.id}, store {ctx.store_target})"
 
-    return run_until_stop(go())
+    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.resume)
 
 
 def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
@@ -176,16 +184,15 @@ def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
     council = _rebind(ctx, args.run, args.council)
     store = ctx.store()
     printer = LivePrinter(ctx.out, quiet=args.json, last_sequence=store.last_sequence(args.run))
+    ctx.run_id = args.run
 
-    async def go() -> int:
+    async def begin() -> tuple[Run, None]:
         run = attach(store, args.run, council=council)
-        ctx.run_id = run.run_id
         await run.reply(args.text or "", room=args.room, as_=args.as_,
                         resume=_resume_payload(args))
-        await follow_while(run, printer, run.wait())
-        return finish(ctx, run, printer, as_json=args.json)
+        return run, None
 
-    return run_until_stop(go())
+    return _live(ctx, printer, args.json, begin, Run.wait)
 
 
 def _resume_payload(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -221,16 +228,11 @@ def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
     """``wop fork RUN --from SEQ``: a new run from the source's log up to SEQ, continued."""
     council = _rebind(ctx, args.run, args.council)
     store = ctx.store()
-    printer = LivePrinter(ctx.out, quiet=args.json)
 
-    async def go() -> int:
+    async def begin() -> tuple[Run, str]:
         new_id = fork(store, args.run, args.from_, mode=args.mode, run_id=args.run_id)
-        run = council.open(new_id, store)
-        ctx.run_id = new_id
-        if not args.json:
-            print(f"run {new_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
-                  f"store {ctx.store_target})", file=ctx.out, flush=True)
-        await follow_while(run, printer, run.resume())
-        return finish(ctx, run, printer, as_json=args.json)
+        return council.open(new_id, store), (
+            f"run {new_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
+            f"store {ctx.store_target})")
 
-    return run_until_stop(go())
+    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.resume)
