@@ -230,7 +230,7 @@ def _tail_check(council: Any, db: Path) -> list[dict[str, Any]]:
     from wopdsl import SqliteStore
     from wopdsl.agents.base import turn_context
     from wopdsl.engine._inputs import build_turn
-    from wopdsl.engine.state import CouncilState, Inflight
+    from wopdsl.state import CouncilState, Inflight
 
     graph = council.compile()
     store = SqliteStore(db)
@@ -334,7 +334,7 @@ def _machine() -> dict[str, Any]:
 def _json_cost(db: Path, turns: int, repeat: int) -> float:
     """Time the store's JSON encoding of the run's events (what each append encodes)."""
     from wopdsl.store import SqliteStore
-    from wopdsl.store.sqlite import _encode
+    from wopdsl.store._codec import encode_event as _encode
 
     store = SqliteStore(db)
     try:

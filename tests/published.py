@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from wopdsl import Council, Post, Reply, Turn
+
 RELEASE_TEAM_TOML = '''\
 [council]
 id = "release-team"
@@ -39,3 +43,34 @@ script = [
 
 REVIEWER_TEXT = "Reviewed team/writer/1/0: Please review: Prepare a release note."
 """The reviewer's reply text the published example must reproduce."""
+
+
+def decorated_release_team(seen: list[str] | None = None) -> Council:
+    """DESIGN.md §5: the same council with decorators (a sync writer, an async reviewer).
+
+    Args:
+        seen: When given, each handler appends its member id on every turn.
+    """
+    council = Council("release-team", task="Prepare a release note.", max_turns_per_member=2,
+                      tail_messages=3)
+    council.room("review", members=["writer", "reviewer"])
+
+    @council.member(role="writer", brief="Draft the release note.")
+    def writer(turn: Turn) -> Reply:
+        if seen is not None:
+            seen.append("writer")
+        if turn.turn == 1:
+            return Reply(summary="Review requested.", posts=[
+                Post(room="review", text=f"Please review: {turn.task}", mentions=["reviewer"])])
+        return Reply(summary=f"Finished {turn.task}: {turn.triggers[0].text}")
+
+    @council.member(role="reviewer", brief="Check the draft.", initial_turn=False)
+    async def reviewer(turn: Turn) -> dict[str, Any]:
+        if seen is not None:
+            seen.append("reviewer")
+        asked = turn.triggers[0]
+        return {"summary": "Draft checked.", "posts": [
+            {"roomId": "review", "text": f"Reviewed {asked.id}: {asked.text}",
+             "mentions": ["writer"]}]}
+
+    return council

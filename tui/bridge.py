@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from wopdsl.engine import CouncilState, MemberState
+from wopdsl import CouncilState, Message
+from wopdsl.state import MemberState, RoomState
 
 if TYPE_CHECKING:
     import wopdsl
@@ -35,34 +36,35 @@ _ROSTER_EVENTS: Final = frozenset({
 """Event types that may change a member's state or the run's status."""
 
 
-@dataclass(frozen=True, slots=True)
-class RoomMessage:
-    """A saved message as a room tab shows it."""
-
-    id: str
-    """The message id (``team/{sender}/{position}/{postIndex}``)."""
-    sender: str
-    """The member who posted it."""
-    text: str
-    """The message text."""
-    mentions: tuple[str, ...]
-    """Members whose turn the message requested."""
+RoomMessage = Message
+"""A saved message as a room tab shows it: ``id``, ``sender``, ``text``, ``mentions``."""
 
 
 @dataclass(slots=True)
 class RoomFeed:
-    """One room: its members and its messages in saved order."""
+    """One room as a tab shows it: its title, and the room as the council fold holds it."""
 
     id: str
     """The room id."""
     title: str
     """The room's title (its id when it has none)."""
-    members: tuple[str, ...]
-    """The room's members, as declared."""
-    messages: list[RoomMessage] = field(default_factory=list)
-    """Every saved message, in saved order."""
-    closed: bool = False
-    """Whether the room's conversation is closed."""
+    room: RoomState
+    """The room's conversation, folded by wopdsl (members, messages, closed)."""
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The room's members, as declared."""
+        return self.room.members
+
+    @property
+    def messages(self) -> list[Message]:
+        """Every saved message, in saved order."""
+        return self.room.messages
+
+    @property
+    def closed(self) -> bool:
+        """Whether the room's conversation is closed."""
+        return self.room.closed
 
 
 MemberInfo = MemberState
@@ -177,8 +179,9 @@ class RunFold:
         self.task = str((payload.get("inputs") or {}).get("task", ""))
         council = (payload.get("metadata") or {}).get("council") or {}
         for room in council.get("rooms", []):
-            self.rooms[room["id"]] = RoomFeed(room["id"], room.get("title") or room["id"],
-                                              tuple(room.get("members", [])))
+            room_id = room["id"]
+            self.rooms[room_id] = RoomFeed(room_id, room.get("title") or room_id,
+                                           self.council.rooms[room_id])
 
     def _node_failed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         error = payload.get("error") or {}
@@ -188,20 +191,10 @@ class RunFold:
 
     def _exchanged(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         room = self._room_of(event)
-        if room is None:
+        if room is None or not room.messages:
             return
-        turn = payload.get("turn") or {}
-        content = turn.get("content") or {}
-        mentions = tuple(str(m) for m in content.get("mentions", []))
-        room.messages.append(RoomMessage(str(turn.get("messageId", "")), str(turn.get("from", "")),
-                                         str(content.get("text", "")), mentions))
-        for target in mentions:
+        for target in room.messages[-1].mentions:
             self.last_mention[target] = room.id
-
-    def _closed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
-        room = self._room_of(event)
-        if room is not None:
-            room.closed = True
 
     def _ended(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         error = payload.get("error")
@@ -220,7 +213,6 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "run.started": RunFold._run_started,
     "node.failed": RunFold._node_failed,
     "conversation.exchanged": RunFold._exchanged,
-    "conversation.closed": RunFold._closed,
     "run.completed": RunFold._ended,
     "run.failed": RunFold._ended,
     "run.cancelled": RunFold._ended,

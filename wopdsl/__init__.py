@@ -13,8 +13,7 @@ Example:
 
 from wopdsl.compile import CouncilGraph, compile
 from wopdsl.council import Council, load
-from wopdsl.engine import Engine, HumanInput
-from wopdsl.engine.state import CouncilState, RunStatus
+from wopdsl.engine import Engine, HumanInput, fork
 from wopdsl.errors import (
     DeclarationError,
     EventInvalid,
@@ -40,11 +39,13 @@ from wopdsl.model import (
     Turn,
 )
 from wopdsl.run import EventLog, Run, attach
+from wopdsl.state import TERMINAL, CouncilState, RunStatus
 from wopdsl.store import EventStore, MemoryStore, RunInfo, SqliteStore, open_store
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "TERMINAL",
     "Council",
     "CouncilGraph",
     "CouncilSettings",
@@ -79,6 +80,7 @@ __all__ = [
     "WopError",
     "attach",
     "compile",
+    "fork",
     "load",
     "open_store",
 ]

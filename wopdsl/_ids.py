@@ -8,16 +8,30 @@ import time
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
-IDENT_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
-"""Member, room and council ids: safe as data, never a path (no '/', no control chars)."""
-
-RUN_ID_RE: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
+IDENT_CHARS: Final = "[A-Za-z0-9._-]"
+"""The characters of member, room, council and run ids."""
+IDENT_PATTERN: Final = f"^{IDENT_CHARS}{{1,64}}$"
+"""Member, room, council and run ids: safe as data, never a path (no '/', no control
+chars); ``.`` and ``..`` match but are refused (see :func:`is_ident`)."""
+IDENT_RE: Final = re.compile(IDENT_PATTERN)
+IDENT_RULE: Final = "1-64 characters of A-Z a-z 0-9 . _ -"
+"""The rule in words, for error messages."""
+MENTION_RE: Final = re.compile(rf"(?<![\w@])@({IDENT_CHARS}{{1,64}})")
+"""An ``@member`` word in a text (a trailing ``.`` ends the sentence, not the id)."""
 MAX_SAFE_INT: Final = 2**53 - 1
 
 
 def is_ident(value: str) -> bool:
-    """Return whether ``value`` is a valid member/room/council identifier."""
-    return IDENT_RE.fullmatch(value) is not None and value not in {".", ".."}
+    """Return whether ``value`` is a valid member/room/council/run identifier."""
+    return IDENT_RE.match(value) is not None and value not in {".", ".."}
+
+
+def parse_mentions(text: str) -> list[str]:
+    """Return the distinct ``@member`` mentions in ``text``, in order of appearance."""
+    seen: dict[str, None] = {}
+    for match in MENTION_RE.finditer(text):
+        seen.setdefault(match.group(1).rstrip("."), None)
+    return list(seen)
 
 
 def new_run_id(council_id: str) -> str:

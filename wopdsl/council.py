@@ -12,10 +12,12 @@ from wopdsl._ids import Clock, FixedClock, new_run_id
 from wopdsl.agents.python import Handler
 from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
-from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS, Engine, engine_for
-from wopdsl.errors import DeclarationError, RunNotFound
+from wopdsl.declare.toml import Declaration, declaration_from_data, load_declaration
+from wopdsl.engine import Engine, engine_for
+from wopdsl.errors import DeclarationError
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
-from wopdsl.store import EventStore, open_store
+from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+from wopdsl.store import EventStore, open_store, require_run
 
 if TYPE_CHECKING:
     from wopdsl.run import Run
@@ -51,6 +53,8 @@ class Council:
         self.base_dir: Path | None = None
         """Where ``handler = "module:function"`` modules are imported from."""
         self._spec: CouncilSpec | None = None
+        self._declaration: Declaration | None = None
+        """The checked declaration the spec came from (locates compile problems)."""
         self._frozen = False
         self._compiled: tuple[tuple[Any, ...], CouncilGraph] | None = None
         """The last graph compiled, with what it was compiled from."""
@@ -145,11 +149,11 @@ class Council:
             DeclarationError: every problem, with field paths.
         """
         if self._spec is None:
-            from wopdsl.declare.toml import spec_from_data
-
             data = {"council": self._settings, "rooms": self._rooms, "members": self._members}
-            spec = spec_from_data(data, source=f"Council({self._settings.get('id')!r})")
-            self._spec = spec
+            declaration = declaration_from_data(
+                data, source=f"Council({self._settings.get('id')!r})")
+            self._declaration = declaration
+            self._spec = declaration.spec
         return self._spec
 
     @property
@@ -186,16 +190,17 @@ class Council:
         if self._compiled is not None and self._compiled[1].spec is spec \
                 and self._compiled[0] == key:
             return self._compiled[1]
+        declaration = self._declaration if (
+            self._declaration is not None and self._declaration.spec is spec) else None
         try:
             graph = compile_graph(spec, self.handlers, base_dir=self.base_dir,
-                                  source=self.source)
+                                  source=self.source, checked=declaration is not None)
         except DeclarationError as exc:
-            if self.source is None or not Path(self.source).is_file():
+            if declaration is None:
                 raise
-            from wopdsl.declare.toml import locate_problems
-
-            text = Path(self.source).read_text(encoding="utf-8")
-            raise DeclarationError(locate_problems(exc.problems, text, self.source)) from None
+            # Template, handler and schema problems carry field paths: place them in the
+            # file with the source map kept from the load (the file is not read again).
+            raise DeclarationError(declaration.locate(exc.problems)) from None
         self._compiled = (key, graph)
         return graph
 
@@ -255,10 +260,7 @@ class Council:
         """Return a handle on an existing run of this council (handlers re-bound)."""
         from wopdsl.run import Run
 
-        st = open_store(store)
-        if not st.exists(run_id):
-            raise RunNotFound(f"run {run_id} not found in the store",
-                              hint="list runs with `wop runs`")
+        st = require_run(open_store(store), run_id)
         engine = engine_for(self.compile(), st, run_id)
         return Run(st, run_id, engine=engine, council=self)
 
@@ -291,10 +293,10 @@ def load(path: str | os.PathLike[str]) -> Council:
         >>> council.id
         'release-team'
     """
-    from wopdsl.declare.toml import load_spec
-
-    spec = load_spec(path)
-    return Council.from_spec(spec, source=path)
+    declaration = load_declaration(path)
+    council = Council.from_spec(declaration.spec, source=path)
+    council._declaration = declaration
+    return council
 
 
 def _deterministic_run_id(store: EventStore, council_id: str) -> str:

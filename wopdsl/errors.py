@@ -174,6 +174,17 @@ class RunNotFound(StoreError, LookupError):
 
     code = "RUN_NOT_FOUND"
 
+    @classmethod
+    def of(cls, run_id: str, *, where: str = "the store", runs: str = "wop runs") -> RunNotFound:
+        """The error for a run id that ``where`` does not hold.
+
+        Args:
+            run_id: The run asked for.
+            where: The store, as the user named it.
+            runs: The command that lists the store's runs (with its ``--store``).
+        """
+        return cls(f"run {run_id} not found in {where}", hint=f"list the runs with `{runs}`")
+
 
 class RunFailed(WopError):
     """A run ended in failure; ``code`` is the run's error code."""

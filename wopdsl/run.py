@@ -4,34 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from pathlib import Path
+from typing import Any, Protocol, overload
 
-from wopdsl._snapshot import build_snapshot
+from wopdsl._ids import parse_mentions
+from wopdsl.compile import CouncilGraph, compile
 from wopdsl.engine import Engine, HumanInput, engine_for
-from wopdsl.engine.state import TERMINAL, CouncilState, RunStatus
 from wopdsl.errors import RunBusy, RunNotFound, ValidationError
+from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
+from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.conversation import parse_resume
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.store import EventStore, open_store
+from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
+from wopdsl.store import EventStore, open_store, require_run
 
-if TYPE_CHECKING:
-    from wopdsl.council import Council
-
-__all__ = ["EventLog", "Run", "attach", "parse_mentions"]
-
-_MENTION_RE = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{1,64})")
+__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions"]
 
 
-def parse_mentions(text: str) -> list[str]:
-    """Return the distinct ``@member`` mentions in ``text``, in order of appearance."""
-    seen: dict[str, None] = {}
-    for match in _MENTION_RE.finditer(text):
-        seen.setdefault(match.group(1).rstrip("."), None)
-    return list(seen)
+class Compiles(Protocol):
+    """What a run needs of a council to drive it: its compiled graph (``wopdsl.Council``)."""
+
+    def compile(self) -> CouncilGraph:
+        """Return the council's graph, handlers bound."""
+        ...
 
 
 class EventLog(Sequence[RunEventDoc]):
@@ -43,7 +41,6 @@ class EventLog(Sequence[RunEventDoc]):
 
     def __init__(self, run: Run) -> None:
         self._run = run
-        self._cache: list[RunEventDoc] | None = None
 
     def _all(self) -> list[RunEventDoc]:
         return self._run.store.read(self._run.run_id)
@@ -91,7 +88,7 @@ class Run:
     """
 
     def __init__(self, store: EventStore, run_id: str, *, engine: Engine | None = None,
-                 council: Council | None = None) -> None:
+                 council: Compiles | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.council = council
@@ -292,19 +289,20 @@ class Run:
     # -- helpers ---------------------------------------------------------------------------
 
     def _require_engine(self) -> Engine:
+        """The engine that writes to this run, built on the first write (reads never need it)."""
         if self._engine is None:
-            from wopdsl.council import Council
-            from wopdsl.model.spec import CouncilSpec
-
             state = self.state
             if state.last_sequence < 0:
-                raise RunNotFound(f"run {self.run_id} not found in the store",
-                                  hint="list runs with `wop runs`")
-            council = self.council or Council.from_spec(
-                CouncilSpec.model_validate(state.council),
-                source=state.metadata.get("source"))
-            self.council = council
-            self._engine = engine_for(council.compile(), self.store, self.run_id)
+                raise RunNotFound.of(self.run_id)
+            if self.council is not None:
+                graph = self.council.compile()
+            else:
+                # The log alone rebuilds the council (``run.started`` carries its full
+                # definition); ``handler = "module:fn"`` references resolve beside its file.
+                source = state.metadata.get("source")
+                graph = compile(CouncilSpec.model_validate(state.council), source=source,
+                                base_dir=Path(source).resolve().parent if source else None)
+            self._engine = engine_for(graph, self.store, self.run_id)
         return self._engine
 
     def _default_human(self) -> str:
@@ -336,14 +334,10 @@ class Run:
         return show(self)
 
     def _repr_html_(self) -> str:
-        from wopdsl.jupyter.render import run_html
-
-        return run_html(self)
+        return run_html(self.state)
 
     def _repr_markdown_(self) -> str:
-        from wopdsl.jupyter.render import run_markdown
-
-        return run_markdown(self)
+        return run_markdown(self.state)
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, status={self.status!r})"
@@ -370,14 +364,16 @@ def _from_resume(
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,
-           council: Council | None = None) -> Run:
+           council: Compiles | None = None) -> Run:
     """Return a handle on a stored run (executing here, elsewhere, or finished).
+
+    Args:
+        store: A path, ``"memory:"`` or a store object (``None``: the default store).
+        run_id: The run.
+        council: The council to drive the run with (re-binds python handlers); by default
+            it is rebuilt from the log on the first write.
 
     Raises:
         RunNotFound: the store has no such run.
     """
-    st = open_store(store)
-    if not st.exists(run_id):
-        raise RunNotFound(f"run {run_id} not found in the store",
-                          hint="list runs with `wop runs`")
-    return Run(st, run_id, council=council)
+    return Run(require_run(open_store(store), run_id), run_id, council=council)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
-from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS as ENGINE_DEFAULT
+from wopdsl.engine import Engine
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS, capabilities
 
 
 def test_defaults_match_the_limit_the_engine_enforces() -> None:
-    assert DEFAULT_MAX_PARTICIPANTS == ENGINE_DEFAULT
-    assert capabilities()["multiPartyConversation"]["maxParticipants"] == ENGINE_DEFAULT
+    engine_default = inspect.signature(Engine).parameters["max_participants"].default
+    assert engine_default == DEFAULT_MAX_PARTICIPANTS
+    assert capabilities()["multiPartyConversation"]["maxParticipants"] == DEFAULT_MAX_PARTICIPANTS
 
 
 def test_required_v1_keys_and_consistency() -> None:

@@ -94,7 +94,7 @@ def test_capabilities_document(wop: Wop) -> None:
     assert set(doc["limits"]) == {"clarificationRounds", "schemaRounds", "envelopesPerTurn"}
     assert doc["conversationPrimitive"] is True
     assert doc["multiPartyConversation"] == {
-        "supported": True, "maxParticipants": wopdsl.engine.DEFAULT_MAX_PARTICIPANTS}
+        "supported": True, "maxParticipants": wopdsl.protocol.capabilities.DEFAULT_MAX_PARTICIPANTS}
     custom = json.loads(wop("capabilities", "--max-participants", "5").stdout)
     assert custom["multiPartyConversation"]["maxParticipants"] == 5
 

@@ -6,7 +6,8 @@ import textwrap
 import pytest
 
 import wopdsl
-from wopdsl import Council, Post, Reply, Turn
+from tests.published import decorated_release_team
+from wopdsl import Council, Post, Reply
 
 TOML = textwrap.dedent('''
     [council]
@@ -35,25 +36,7 @@ TOML = textwrap.dedent('''
 
 
 def decorated() -> Council:
-    council = Council("release-team", task="Prepare a release note.", max_turns_per_member=2,
-                      tail_messages=3)
-    council.room("review", members=["writer", "reviewer"])
-
-    @council.member(role="writer", brief="Draft the release note.")
-    def writer(turn: Turn) -> Reply:
-        if turn.turn == 1:
-            return Reply(summary="Review requested.", posts=[
-                Post(room="review", text=f"Please review: {turn.task}", mentions=["reviewer"])])
-        return Reply(summary=f"Finished {turn.task}: {turn.triggers[0].text}")
-
-    @council.member(role="reviewer", brief="Check the draft.", initial_turn=False)
-    async def reviewer(turn: Turn) -> dict:
-        asked = turn.triggers[0]
-        return {"summary": "Draft checked.", "posts": [
-            {"roomId": "review", "text": f"Reviewed {asked.id}: {asked.text}",
-             "mentions": ["writer"]}]}
-
-    return council
+    return decorated_release_team()
 
 
 def test_decorators_and_toml_give_identical_specs(tmp_path):

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.declare.helpers import BASE, assert_at, declaration_error, only_problem
+from wopdsl import load
 from wopdsl.declare import load_spec, loads_spec
-from wopdsl.declare.toml import locate_problems, spec_from_data
+from wopdsl.declare.toml import load_declaration, spec_from_data
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.spec import (
     CouncilSettings,
@@ -380,19 +381,38 @@ def test_byte_order_mark_is_ignored(tmp_path: Path) -> None:
 # -- other entry points ----------------------------------------------------------------
 
 
-def test_locate_problems_places_compile_problems_in_the_file() -> None:
+def test_the_declaration_places_compile_problems_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "council.toml"
+    path.write_text(BASE, encoding="utf-8")
     problems = [
         Problem("template syntax error", path="members[0].brief", hint="fix it"),
         Problem("bad schema", path="rooms (review).members", hint="fix it"),
         Problem("no path", hint="fix it"),
     ]
-    located = locate_problems(problems, BASE, "council.toml")
+    located = load_declaration(path).locate(problems)
     assert [(p.path, p.line, p.column) for p in located] == [
         ("rooms (review).members", 7, 1),
         ("members[0].brief", 9, 1),
         ("", None, None),
     ]
-    assert all(p.source == "council.toml" for p in located)
+    assert all(p.source == str(path) for p in located)
+
+
+def test_compile_problems_keep_their_place_without_reading_the_file_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "council.toml"
+    broken = BASE.replace('role = "writer"\n', 'role = "writer"\nbrief = "{{ oops "\n')
+    assert broken != BASE
+    path.write_text(broken, encoding="utf-8")
+    council = load(path)
+    path.unlink()  # compile() must not need the file: the load kept its source map.
+    with pytest.raises(DeclarationError) as caught:
+        council.compile()
+    (problem,) = caught.value.problems
+    assert problem.path.startswith("members[0]") and problem.path.endswith(".brief")
+    assert (problem.source, problem.line) == (str(path), 12)
+    assert "template syntax error" in problem.message
 
 
 def test_spec_from_data_uses_the_same_messages_without_locations() -> None:
@@ -412,3 +432,28 @@ def test_spec_from_data_uses_the_same_messages_without_locations() -> None:
         spec_from_data(data)
     (problem,) = caught.value.problems
     assert problem.render().startswith("<council>: rooms[0] (r).members[0]: 'ghost' is not")
+
+
+def test_check_spec_runs_once_per_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from wopdsl.model.checks import check_spec
+
+    # ``wopdsl.compile`` is also the name of the re-exported function: fetch the modules.
+    compile_module = importlib.import_module("wopdsl.compile")
+    toml_module = importlib.import_module("wopdsl.declare.toml")
+
+    calls: list[str] = []
+
+    def counting(spec: CouncilSpec) -> list[Problem]:
+        calls.append(spec.id)
+        return check_spec(spec)
+
+    monkeypatch.setattr(toml_module, "check_spec", counting)
+    monkeypatch.setattr(compile_module, "check_spec", counting)
+    council = load(EXAMPLE)
+    council.compile()
+    assert calls == ["release-team"]
+    # A spec built elsewhere is unchecked: compile() checks it.
+    compile_module.compile(council.spec)
+    assert calls == ["release-team", "release-team"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.declare.helpers import BASE, assert_at, declaration_error, only_problem
-from wopdsl.compile._validate import check_spec, raise_if_problems
-from wopdsl.errors import DeclarationError, Problem
+from wopdsl.model.checks import check_spec
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec, ScriptStep
 
 MAX = 2**53 - 1
@@ -19,7 +18,6 @@ def test_sound_council_has_no_problems() -> None:
         members=[MemberSpec(id="a", role="r")],
     )
     assert check_spec(spec) == []
-    raise_if_problems([])
 
 
 def test_duplicate_member_id() -> None:
@@ -225,16 +223,3 @@ def test_check_spec_returns_paths_without_locations() -> None:
     problems = check_spec(spec)
     assert [p.path for p in problems] == ["members[1] (a).id", "rooms[0] (r).members[1]"]
     assert all(p.hint and p.line is None and p.source is None for p in problems)
-
-
-def test_raise_if_problems_lists_paths() -> None:
-    problems = [Problem("first", path="members[0].id", hint="h1"), Problem("second", hint="h2")]
-    with pytest.raises(DeclarationError) as caught:
-        raise_if_problems(problems, source="agents.py")
-    assert str(caught.value) == (
-        "invalid council declaration (2 problems):\n"
-        "  agents.py: members[0].id: first\n    hint: h1\n"
-        "  agents.py: second\n    hint: h2"
-    )
-    with pytest.raises(DeclarationError, match=r"<council>: members\[0\]\.id: first"):
-        raise_if_problems(problems[:1])

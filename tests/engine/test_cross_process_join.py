@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.engine.join_council import build
 from wopdsl import HumanInput, SqliteStore, attach
 from wopdsl.engine import Engine
-from wopdsl.engine.state import Inflight
+from wopdsl.state import Inflight
 
 REPO = Path(__file__).resolve().parents[2]
 

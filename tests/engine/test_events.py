@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import HUMAN, MakeCouncil
 from tests.engine.helpers import of_type, reply, say
-from tests.engine.test_scheduling import PUBLISHED_TOML
 from tests.openwop_schemas import load_schemas
+from tests.published import RELEASE_TEAM_TOML
 from wopdsl import Council, Reply, Run, SqliteStore, Turn
 from wopdsl.declare import loads_spec
 from wopdsl.protocol.envelope import RunEventDoc
@@ -27,7 +27,7 @@ EVENT_ID = re.compile(r"^[A-Za-z0-9._~-]{16,128}$")
 
 
 async def published_success(make_council: MakeCouncil, db_path: Path) -> Run:
-    return await Council.from_spec(loads_spec(PUBLISHED_TOML)).arun(store=db_path,
+    return await Council.from_spec(loads_spec(RELEASE_TEAM_TOML)).arun(store=db_path,
                                                                     run_id="ok-run")
 
 
@@ -266,9 +266,9 @@ async def test_run_started_carries_the_whole_council(make_council: MakeCouncil,
     payload = started["payload"]
     assert payload["workflowId"] == "release-team"
     assert payload["inputs"] == {"task": "Prepare a release note."}
-    assert loads_spec(PUBLISHED_TOML).model_dump(mode="json", exclude_none=True) == (
+    assert loads_spec(RELEASE_TEAM_TOML).model_dump(mode="json", exclude_none=True) == (
         payload["metadata"]["council"])
-    assert payload["metadata"]["councilDigest"] == loads_spec(PUBLISHED_TOML).digest()
+    assert payload["metadata"]["councilDigest"] == loads_spec(RELEASE_TEAM_TOML).digest()
 
 
 async def test_a_members_node_started_is_durable_before_its_handler_runs(

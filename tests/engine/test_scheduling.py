@@ -16,7 +16,7 @@ from tests.engine.helpers import (
     say,
     wait_for,
 )
-from tests.published import RELEASE_TEAM_TOML, REVIEWER_TEXT
+from tests.published import RELEASE_TEAM_TOML, REVIEWER_TEXT, decorated_release_team
 from wopdsl import Council, Reply, Turn
 from wopdsl.declare import loads_spec
 
@@ -297,11 +297,10 @@ async def test_message_ids_use_dispatch_position_and_post_index(make_council: Ma
     assert starts == [("quiet", 1, 1), ("chatty", 2, 1), ("quiet", 3, 2)]
 
 
-PUBLISHED_TOML = RELEASE_TEAM_TOML
 
 
 async def test_the_published_example_from_toml(db_path: Path) -> None:
-    council = Council.from_spec(loads_spec(PUBLISHED_TOML))
+    council = Council.from_spec(loads_spec(RELEASE_TEAM_TOML))
 
     run = await council.arun(store=db_path, deterministic=True)
 
@@ -324,25 +323,8 @@ async def test_the_published_example_from_toml(db_path: Path) -> None:
 
 
 async def test_the_published_example_with_decorators(db_path: Path) -> None:
-    council = Council("release-team", task="Prepare a release note.", max_turns_per_member=2,
-                      tail_messages=3)
-    council.room("review", members=["writer", "reviewer"])
     seen: list[str] = []
-
-    @council.member(role="writer", brief="Draft the release note.")
-    def writer(turn: Turn) -> Reply:
-        seen.append("writer")
-        if turn.turn == 1:
-            return reply("Review requested.",
-                         say("review", f"Please review: {turn.task}", "reviewer"))
-        return reply(f"Finished {turn.task}: {turn.triggers[0].text}")
-
-    @council.member(role="reviewer", brief="Check the draft.", initial_turn=False)
-    async def reviewer(turn: Turn) -> Reply:
-        seen.append("reviewer")
-        first = turn.triggers[0]
-        return reply("Draft checked.",
-                     say("review", f"Reviewed {first.id}: {first.text}", "writer"))
+    council = decorated_release_team(seen)
 
     run = await council.arun(store=db_path, deterministic=True)
 

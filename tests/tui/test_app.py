@@ -92,7 +92,7 @@ async def test_join_when_the_run_asks_the_human(db_path: Path) -> None:
             ("founder", "Go @strategist now"),
             ("strategist", "Announcement drafted after the founder's call: Go @strategist now"),
         ]
-        assert app.room_view("board").messages[-2].mentions == ("strategist",)
+        assert app.room_view("board").messages[-2].mentions == ["strategist"]
     assert wopdsl.attach(db_path, "advisory-board-1").status == "completed"
 
 

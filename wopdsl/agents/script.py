@@ -6,8 +6,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Final, NamedTuple
 
-from wopdsl.agents._templates import Renderer, compile_with_names
 from wopdsl.agents.base import MemberAgent
+from wopdsl.agents.templates import Renderer, compile_with_names
 from wopdsl.errors import TurnError
 from wopdsl.model.spec import ScriptStep
 from wopdsl.model.turns import Turn

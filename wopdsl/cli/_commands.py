@@ -24,12 +24,10 @@ from wopdsl.declare import council_json_schema
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.capabilities import capabilities
+from wopdsl.state import TERMINAL_EVENTS, status_of_event
 
 TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
 """What ``wop tui`` says when Textual or the TUI package is missing."""
-
-_TERMINAL_EVENTS = {"run.completed": "completed", "run.failed": "failed",
-                    "run.cancelled": "cancelled"}
 
 
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
@@ -83,7 +81,7 @@ def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
     async def follow(after: int) -> None:
         async for event in store.subscribe(args.run, after):
             print(_json_line(event), file=ctx.out, flush=True)
-            if event["type"] in _TERMINAL_EVENTS and \
+            if event["type"] in TERMINAL_EVENTS and \
                     event["sequence"] >= store.last_sequence(args.run):
                 return
 
@@ -138,7 +136,7 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
         infos = store.runs()
     rows: list[dict[str, Any]] = []
     for info in infos:
-        status = _TERMINAL_EVENTS.get(info.last_type)
+        status = status_of_event(info.last_type)
         if status is None:
             status = CouncilState.fold(store.read(info.run_id)).status
         rows.append({"runId": info.run_id, "council": info.workflow_id, "status": status,

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
-from wopdsl import Council, Run, ValidationError, attach
+from wopdsl import Council, Run, ValidationError, attach, fork
 from wopdsl.cli._output import (
     CommandError,
     LivePrinter,
@@ -27,7 +27,7 @@ from wopdsl.cli._targets import (
     council_of_run,
     load_council,
 )
-from wopdsl.engine import TERMINAL, fork
+from wopdsl.state import TERMINAL
 
 T = TypeVar("T")
 

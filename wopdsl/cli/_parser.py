@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 from typing import Any
 
 from wopdsl import __version__
+from wopdsl._ids import IDENT_RULE, is_ident
 from wopdsl.cli import _commands, _drive
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
-
-_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input,
@@ -23,9 +21,8 @@ docs: docs/cli.md, error codes: docs/errors.md
 
 
 def _run_id(text: str) -> str:
-    if not _RUN_ID.fullmatch(text) or text in {".", ".."}:
-        raise argparse.ArgumentTypeError(
-            f"invalid run id {text!r}: use 1-64 characters of A-Z a-z 0-9 . _ -")
+    if not is_ident(text):
+        raise argparse.ArgumentTypeError(f"invalid run id {text!r}: use {IDENT_RULE}")
     return text
 
 

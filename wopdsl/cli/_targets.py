@@ -16,14 +16,11 @@ from wopdsl import (
     CouncilState,
     DeclarationError,
     EventStore,
-    RunNotFound,
     load,
     open_store,
 )
 from wopdsl.errors import Problem
-from wopdsl.store import DEFAULT_STORE
-
-_MEMORY = frozenset({"memory:", ":memory:"})
+from wopdsl.store import is_memory, require_run, store_target
 
 
 @dataclass
@@ -43,12 +40,12 @@ class Context:
     @property
     def store_target(self) -> str:
         """The store actually used: ``--store``, else ``$WOP_STORE``, else ``.wop/runs.db``."""
-        return self.store_arg or os.environ.get("WOP_STORE") or DEFAULT_STORE
+        return store_target(self.store_arg)
 
     @property
     def is_memory(self) -> bool:
         """Whether the store is ``memory:`` (gone when the command ends)."""
-        return self.store_target in _MEMORY
+        return is_memory(self.store_arg)
 
     @property
     def store_flag(self) -> str:
@@ -65,15 +62,7 @@ class Context:
                 :class:`~wopdsl.RunNotFound` is raised instead (reading needs existing runs).
         """
         if self._store is None:
-            target = self.store_target
-            if not create and target not in _MEMORY and not target.startswith("sqlite:///") \
-                    and not Path(target).is_file():
-                raise RunNotFound(
-                    f"no store at {target}: it has no runs yet",
-                    hint="start a run with `wop run FILE`, or point --store (or WOP_STORE) "
-                         "at the store that holds the run",
-                )
-            self._store = open_store(target)
+            self._store = open_store(self.store_target, create=create)
         return self._store
 
     def close(self) -> None:
@@ -84,11 +73,8 @@ class Context:
 
     def require_run(self, run_id: str) -> EventStore:
         """Return the store, after checking it holds ``run_id``."""
-        store = self.store(create=False)
-        if not store.exists(run_id):
-            raise RunNotFound(f"run {run_id} not found in {self.store_target}",
-                              hint=f"list the runs with `wop{self.store_flag} runs`")
-        return store
+        return require_run(self.store(create=False), run_id, where=self.store_target,
+                           runs=f"wop{self.store_flag} runs")
 
 
 def is_module_reference(target: str) -> bool:

@@ -8,14 +8,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from wopdsl.agents._templates import TemplateProblem, compile_template
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.human import HumanAgent
 from wopdsl.agents.python import Handler, PythonAgent
 from wopdsl.agents.script import ScriptAgent
-from wopdsl.compile._validate import check_spec
+from wopdsl.agents.templates import TemplateProblem, compile_template
 from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
 from wopdsl.errors import DeclarationError, Problem
+from wopdsl.model.checks import check_spec
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
 __all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile"]
@@ -27,6 +27,7 @@ def compile(
     *,
     base_dir: str | Path | None = None,
     source: str | None = None,
+    checked: bool = False,
 ) -> CouncilGraph:
     """Check every reference of ``spec`` and build the graph the engine runs.
 
@@ -35,6 +36,8 @@ def compile(
         handlers: Python handlers by member id (they win over ``handler = "module:fn"``).
         base_dir: Where ``handler`` modules are imported from (the council file's folder).
         source: The council file, for error locations and ``run.started`` metadata.
+        checked: ``spec`` came from the loader (or ``spec_from_data``), which already ran
+            :func:`~wopdsl.model.checks.check_spec` on it: skip that second pass.
 
     Returns:
         The compiled graph.
@@ -49,7 +52,7 @@ def compile(
         >>> list(graph.members)
         ['writer', 'reviewer']
     """
-    problems = list(check_spec(spec))
+    problems = [] if checked else list(check_spec(spec))
     if problems:
         raise DeclarationError([_with_source(p, source) for p in problems])
     handlers = dict(handlers or {})

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wopdsl.agents._templates import Renderer
 from wopdsl.agents.base import MemberAgent
+from wopdsl.agents.templates import Renderer
 from wopdsl.model.spec import CouncilSpec, MemberSpec
 
 __all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph"]

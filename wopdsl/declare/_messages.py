@@ -9,7 +9,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from wopdsl._ids import MAX_SAFE_INT
+from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec
 
 # -- pydantic errors -> problems ------------------------------------------------------------
@@ -31,7 +31,6 @@ _LIMIT_MODELS = (CouncilSettings, MemberSpec)
 _LIMIT_MESSAGE = "must be a positive safe integer (1 … 2^53−1)"
 _LIMIT_HINT = f"use a whole number from 1 to {MAX_SAFE_INT}, without quotes or a decimal point"
 _IDENT_MESSAGE = "must be 1-64 characters of [A-Za-z0-9._-] (no '/', spaces or control characters)"
-_IDENT_PATTERN = "^[A-Za-z0-9._-]{1,64}$"
 _LIKELY_KEYS: dict[str, tuple[str, ...]] = {
     "turn_cap": ("max_turns", "max_turns_per_member"),
     "turns": ("max_turns", "max_turns_per_member"),
@@ -77,7 +76,7 @@ def describe_error(error: Any, data: Any) -> tuple[str, str]:
     if isinstance(key, str) and key in _LIMITS and _model_at(loc[:-1]) in _LIMIT_MODELS:
         return f"{_LIMIT_MESSAGE}, got {_show(value)}", _LIMIT_HINT
     if kind in ("string_too_long", "string_too_short") or (
-        kind == "string_pattern_mismatch" and ctx.get("pattern") == _IDENT_PATTERN
+        kind == "string_pattern_mismatch" and ctx.get("pattern") == IDENT_PATTERN
     ):
         got = (
             f"{len(value)} characters"

@@ -6,6 +6,7 @@ import copy
 import functools
 from typing import Any
 
+from wopdsl._ids import IDENT_PATTERN
 from wopdsl.model.spec import CouncilSpec
 
 __all__ = ["SCHEMA_ID", "council_json_schema"]
@@ -13,7 +14,6 @@ __all__ = ["SCHEMA_ID", "council_json_schema"]
 SCHEMA_ID = "https://wopdsl.dev/schema/council.schema.json"
 """The ``$id`` of the council file schema."""
 
-_IDENT_PATTERN = "^[A-Za-z0-9._-]{1,64}$"
 
 
 def council_json_schema() -> dict[str, Any]:
@@ -56,7 +56,7 @@ def _schema() -> dict[str, Any]:
 def _forbid_dot_ids(node: Any) -> None:
     # Ids are addresses, never paths: "." and ".." match the pattern but are refused.
     if isinstance(node, dict):
-        if node.get("pattern") == _IDENT_PATTERN:
+        if node.get("pattern") == IDENT_PATTERN:
             node["not"] = {"enum": [".", ".."]}
         for value in node.values():
             _forbid_dot_ids(value)

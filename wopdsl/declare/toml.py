@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,18 @@ from pydantic import ValidationError as PydanticValidationError
 from wopdsl.declare._messages import describe_error
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
 from wopdsl.errors import DeclarationError, Problem
+from wopdsl.model.checks import check_spec
 from wopdsl.model.spec import CouncilSpec
 
-__all__ = ["load_spec", "loads_spec", "locate_problems", "spec_from_data"]
+__all__ = [
+    "Declaration",
+    "declaration_from_data",
+    "load_declaration",
+    "load_spec",
+    "loads_declaration",
+    "loads_spec",
+    "spec_from_data",
+]
 
 _AT = re.compile(r"^(?P<message>.*?) \(at line (?P<line>\d+), column (?P<column>\d+)\)$", re.S)
 _AT_END = re.compile(r"^(?P<message>.*?) \(at end of document\)$", re.S)
@@ -43,22 +53,64 @@ _SYNTAX_HINTS = (
 _DEFAULT_SYNTAX_HINT = "fix the TOML syntax here (TOML v1.0: https://toml.io/en/v1.0.0)"
 
 
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """A validated, fully checked council declaration and where it came from.
+
+    ``locate`` places problems found later (by ``compile()``: templates, handlers, turn
+    schemas), which carry only a field path, in the declaration's file: the source map is kept
+    from the load, so the file is never read a second time.
+    """
+
+    spec: CouncilSpec
+    """The declaration (its references checked: ``compile()`` need not check them again)."""
+    source: str | None
+    """The file (or name) the declaration came from."""
+    locator: Callable[[Iterable[Problem]], list[Problem]]
+    """Adds ``source``, line and column to problems that carry only a field path."""
+
+    def locate(self, problems: Iterable[Problem]) -> list[Problem]:
+        """Return ``problems`` with their locations in the declaration, in file order."""
+        return self.locator(problems)
+
+
 def load_spec(path: str | os.PathLike[str]) -> CouncilSpec:
+    """Read and validate a council file (see :func:`load_declaration`).
+
+    Example:
+        >>> spec = load_spec("councils/release-team.toml")
+        >>> [member.id for member in spec.members]
+        ['writer', 'reviewer']
+    """
+    return load_declaration(path).spec
+
+
+def loads_spec(text: str, source: str = "<string>") -> CouncilSpec:
+    r"""Validate a council declared in TOML text (see :func:`loads_declaration`).
+
+    Example:
+        >>> loads_spec('[council]\nid = "solo"\ntask = "Say hello."\n').id
+        'solo'
+    """
+    return loads_declaration(text, source).spec
+
+
+def load_declaration(path: str | os.PathLike[str]) -> Declaration:
     """Read and validate a council file.
 
     Args:
         path: The ``.toml`` file to read (UTF-8).
 
     Returns:
-        The validated declaration.
+        The validated declaration, with a locator for later problems.
 
     Raises:
         DeclarationError: When the file is missing, unreadable, not UTF-8, not TOML, or not
             a valid council; it lists every problem with ``file:line:col``, path and hint.
 
     Example:
-        >>> spec = load_spec("councils/release-team.toml")
-        >>> [member.id for member in spec.members]
+        >>> declaration = load_declaration("councils/release-team.toml")
+        >>> [member.id for member in declaration.spec.members]
         ['writer', 'reviewer']
     """
     source = os.fspath(path)
@@ -99,10 +151,10 @@ def load_spec(path: str | os.PathLike[str]) -> CouncilSpec:
                 hint="save the file as UTF-8",
             )
         ) from None
-    return loads_spec(text, source)
+    return loads_declaration(text, source)
 
 
-def loads_spec(text: str, source: str = "<string>") -> CouncilSpec:
+def loads_declaration(text: str, source: str = "<string>") -> Declaration:
     """Validate a council declared in TOML text.
 
     Args:
@@ -110,14 +162,14 @@ def loads_spec(text: str, source: str = "<string>") -> CouncilSpec:
         source: The name used in error locations (a file path, or ``<string>``).
 
     Returns:
-        The validated declaration.
+        The validated declaration, with a locator for later problems.
 
     Raises:
         DeclarationError: Listing every problem (syntax, fields, cross-references), each with
             ``source:line:col``, field path and hint.
 
     Example:
-        >>> spec = loads_spec('''
+        >>> declaration = loads_declaration('''
         ... [council]
         ... id = "solo"
         ... task = "Say hello."
@@ -127,7 +179,7 @@ def loads_spec(text: str, source: str = "<string>") -> CouncilSpec:
         ... engine = "script"
         ... script = [{ summary = "Hello." }]
         ... ''')
-        >>> spec.members[0].script[0].summary
+        >>> declaration.spec.members[0].script[0].summary
         'Hello.'
     """
     # A byte order mark is not TOML, but editors add it; it is invisible, so drop it.
@@ -136,7 +188,13 @@ def loads_spec(text: str, source: str = "<string>") -> CouncilSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DeclarationError(_syntax_problem(exc, text, source)) from None
-    return _validate(data, SourceMap(text), source)
+    source_map = SourceMap(text)
+    spec = _validate(data, source_map, source)
+
+    def locate(problems: Iterable[Problem]) -> list[Problem]:
+        return _in_file_order(_locate(problems, source_map, data, source))
+
+    return Declaration(spec, source, locate)
 
 
 def spec_from_data(data: Mapping[str, Any], *, source: str | None = None) -> CouncilSpec:
@@ -162,6 +220,23 @@ def spec_from_data(data: Mapping[str, Any], *, source: str | None = None) -> Cou
     return _validate(dict(data), None, source)
 
 
+def declaration_from_data(data: Mapping[str, Any], *, source: str | None = None) -> Declaration:
+    """Like :func:`spec_from_data`; later problems get ``source`` but no line and column."""
+    spec = spec_from_data(data, source=source)
+
+    def locate(problems: Iterable[Problem]) -> list[Problem]:
+        return [_with_source(p, source) for p in problems]
+
+    return Declaration(spec, source, locate)
+
+
+def _with_source(problem: Problem, source: str | None) -> Problem:
+    if problem.source is not None or source is None:
+        return problem
+    return Problem(problem.message, problem.path, problem.hint, source, problem.line,
+                   problem.column)
+
+
 def _validate(data: Any, source_map: SourceMap | None, source: str | None) -> CouncilSpec:
     try:
         spec = CouncilSpec.model_validate(data)
@@ -173,42 +248,14 @@ def _validate(data: Any, source_map: SourceMap | None, source: str | None) -> Co
             line, column = (source_map and source_map.locate(loc)) or (None, None)
             problems.append(Problem(message, format_path(loc, data), hint, source, line, column))
         raise DeclarationError(_in_file_order(problems)) from None
-    # Imported here: compile sits beside declare (same layer) and its package imports the
-    # member engines, which loading a file does not need until references are checked.
-    from wopdsl.compile._validate import check_spec
-
     problems = check_spec(spec)
     if source_map is not None:
         problems = _locate(problems, source_map, data, source)
-    elif source is not None:
-        problems = [
-            Problem(p.message, p.path, p.hint, p.source or source, p.line, p.column)
-            for p in problems
-        ]
+    else:
+        problems = [_with_source(p, source) for p in problems]
     if problems:
         raise DeclarationError(_in_file_order(problems))
     return spec
-
-
-def locate_problems(problems: Iterable[Problem], text: str, source: str) -> list[Problem]:
-    """Add ``source``, line and column to problems that carry only a field path.
-
-    Use it on a :class:`DeclarationError` raised by ``compile()`` for a spec loaded from
-    ``text``, so template and handler problems point into the file too.
-
-    Args:
-        problems: Problems with paths such as ``members[0] (writer).brief``.
-        text: The TOML text the spec was loaded from.
-        source: The file name for the locations.
-
-    Returns:
-        The problems with locations filled in where the path is found, in file order.
-    """
-    try:
-        data: Any = tomllib.loads(text.removeprefix("\ufeff"))
-    except tomllib.TOMLDecodeError:
-        data = None
-    return _in_file_order(_locate(problems, SourceMap(text.removeprefix("\ufeff")), data, source))
 
 
 def _locate(

@@ -1,21 +1,10 @@
-"""The embedded engine: runs compiled councils, one durable event at a time."""
+"""The embedded engine: runs compiled councils, one durable event at a time.
 
-from wopdsl.engine.core import DEFAULT_MAX_PARTICIPANTS, Engine, HumanInput
-from wopdsl.engine.fork import ForkMode, ReplayEngine, engine_for, fork
-from wopdsl.engine.state import TERMINAL, CouncilState, Inflight, MemberState, RoomState, RunStatus
+Front ends (CLI, TUI, notebook, plugin, host) use the public API in ``wopdsl``; this package
+exports what that API is built from.
+"""
 
-__all__ = [
-    "DEFAULT_MAX_PARTICIPANTS",
-    "TERMINAL",
-    "CouncilState",
-    "Engine",
-    "ForkMode",
-    "HumanInput",
-    "Inflight",
-    "MemberState",
-    "ReplayEngine",
-    "RoomState",
-    "RunStatus",
-    "engine_for",
-    "fork",
-]
+from wopdsl.engine.core import Engine, HumanInput
+from wopdsl.engine.fork import ForkMode, engine_for, fork
+
+__all__ = ["Engine", "ForkMode", "HumanInput", "engine_for", "fork"]

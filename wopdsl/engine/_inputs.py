@@ -6,11 +6,11 @@ import json
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
-from wopdsl.engine._construct import new_turn
 from wopdsl.engine._results import result_estimate
-from wopdsl.engine.state import CouncilState, Inflight
 from wopdsl.errors import TurnError
+from wopdsl.model.construct import new_turn
 from wopdsl.model.turns import Message, Turn
+from wopdsl.state import CouncilState, Inflight
 
 
 def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) -> Turn:

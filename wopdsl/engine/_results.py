@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
-from wopdsl.engine.state import CouncilState
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Reply
+from wopdsl.state import CouncilState
 
 
 def check_result(

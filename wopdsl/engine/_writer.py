@@ -8,7 +8,6 @@ with RFC 0101 rosters). :class:`~wopdsl.engine.core.Engine` adds the scheduling 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from wopdsl._ids import (
@@ -21,10 +20,10 @@ from wopdsl._ids import (
     parse_iso_ms,
 )
 from wopdsl.compile.graph import CouncilGraph
-from wopdsl.engine.state import CouncilState
 from wopdsl.errors import ValidationError
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.envelope import SCHEMA_VERSION, RunEventDoc
+from wopdsl.state import CouncilState
 from wopdsl.store.base import EventStore
 
 __all__ = ["EventWriter"]
@@ -53,8 +52,6 @@ class EventWriter:
             clock = FixedClock(start_ms=parse_iso_ms(events[-1]["timestamp"]) + 1)
         self.clock: Clock = clock or SystemClock()
         self._pending: list[RunEventDoc] = []
-        self.listeners: list[Callable[[list[RunEventDoc]], None]] = []
-        """Called with each batch of events once it is durable (in this process)."""
         self._rosters: dict[str, frozenset[str]] = {}
         self._stamp_second = -1
         self._stamp_prefix = ""
@@ -118,8 +115,6 @@ class EventWriter:
             # The speculative state is ahead of the log: rebuild it from what is durable.
             self.state = CouncilState.fold(self.store.read(self.run_id))
             raise
-        for listener in self.listeners:
-            listener(events)
 
     def _catch_up(self) -> None:
         self.state.apply_all(self.store.read(self.run_id, self.state.last_sequence))

@@ -6,47 +6,27 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, Final
 
-from wopdsl._ids import Clock, SystemClock, message_id
+from wopdsl._ids import Clock, message_id
 from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine._endings import Endings
 from wopdsl.engine._inputs import build_turn
-from wopdsl.engine._results import check_result, post_problem
-from wopdsl.engine._writer import EventWriter
-from wopdsl.engine.state import Inflight, RunStatus
-from wopdsl.errors import DeclarationError, StoreConflict, TurnError, ValidationError
+from wopdsl.engine._results import check_result
+from wopdsl.engine.human import HumanDoor, HumanInput
+from wopdsl.errors import StoreConflict, TurnError
 from wopdsl.protocol import payloads as p
+from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+from wopdsl.state import Inflight, RunStatus
 from wopdsl.store.base import EventStore
 
-__all__ = ["DEFAULT_MAX_PARTICIPANTS", "Engine", "HumanInput"]
-
-DEFAULT_MAX_PARTICIPANTS: Final = 32
-"""The host's ``multiPartyConversation.maxParticipants`` unless configured otherwise."""
+__all__ = ["Engine", "HumanInput"]
 
 _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-@dataclass(frozen=True, slots=True)
-class HumanInput:
-    """A human's input to a room (RFC 0005 §E resume payload, already parsed)."""
-
-    member: str
-    """The human member posting."""
-    room: str
-    """The room."""
-    text: str = ""
-    """The message text (``exchange``)."""
-    mentions: tuple[str, ...] = ()
-    """Members the message requests a turn from."""
-    operation: str = "exchange"
-    """``exchange`` (post a turn) or ``close`` (end the room's conversation)."""
-    outcome: Any = None
-    """For ``close``: the conversation's outcome."""
-
-
-class Engine(EventWriter):
+class Engine(HumanDoor, Endings):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -182,31 +162,6 @@ class Engine(EventWriter):
                 self._time_out()
             return self.apply_human(entry)
 
-    def apply_human(self, entry: HumanInput) -> str | None:
-        """Validate and append a human's input now (the caller holds the engine lock)."""
-        problem = self._human_problem(entry)
-        if problem:
-            raise ValidationError(problem, hint=_HUMAN_HINT)
-        if entry.operation == "close":
-            self._close_room(entry.room, entry.outcome, f"closed by {entry.member}")
-            self._flush()
-            return None
-        member = self.state.members[entry.member]
-        position = self.state.next_position
-        triggers = list(self.state.queue.get(entry.member, []))
-        mentions = list(entry.mentions)
-        mid = message_id(entry.member, position, 0)
-        result = {"summary": entry.text,
-                  "posts": [{"roomId": entry.room, "text": entry.text, "mentions": mentions}]}
-        self._emit("node.started", p.member_started(
-            entry.member, attempt=0, turn=member.turns + 1, position=position,
-            triggers=triggers), node_id=entry.member)
-        self._emit("node.completed", {"nodeId": entry.member, "outputs": result},
-                   node_id=entry.member)
-        self._exchange(entry.room, mid, entry.member, entry.text, mentions, human=True)
-        self._flush()
-        return mid
-
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
         async with self._between():
@@ -229,8 +184,6 @@ class Engine(EventWriter):
     def after_settle(self, batch: list[Inflight]) -> None:
         """Called after a batch's completions are emitted (before they are flushed)."""
 
-    def before_complete(self) -> None:
-        """Called before the closing events of a completed run are emitted."""
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -437,103 +390,3 @@ class Engine(EventWriter):
         except Exception as exc:
             return TurnError("TEAM_NODE_FAILED",
                              f"{member.id} raised {type(exc).__name__}: {exc}")
-
-    # -- endings ---------------------------------------------------------------------------
-
-    def _complete(self) -> None:
-        self.before_complete()
-        for room_id, room in self.state.rooms.items():
-            self._close_room(room_id, {"messages": len(room.messages)}, "council completed")
-        self._emit("run.completed", {"outputs": self.state.result(),
-                                     "durationMs": self._duration()})
-        self._flush()
-
-    def _fail(self, code: str, message: str, node: str | None,
-              details: dict[str, Any] | None = None, closing_text: str | None = None) -> None:
-        self._close_all(None, closing_text or f"run failed: {code}")
-        error: dict[str, Any] = {"code": code, "message": message}
-        if details:
-            error["details"] = details
-        payload: dict[str, Any] = {"error": error, "durationMs": self._duration()}
-        if node is not None:
-            payload["failedNodeId"] = node
-        self._emit("run.failed", payload)
-        self._flush()
-
-    def _time_out(self) -> None:
-        timeout = self.graph.spec.council.timeout_ms
-        for inflight in list(self.state.inflight.values()):
-            self._emit("node.failed", {"nodeId": inflight.member, "attempts": inflight.attempt + 1,
-                                       "error": {"code": "TIMEOUT",
-                                                 "message": "the council timed out"}},
-                       node_id=inflight.member)
-        text = f"council timed out after {timeout} ms (timeout_ms)"
-        self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None,
-                   closing_text=text)
-
-    # -- the deadline (RFC 0005 §I) --------------------------------------------------------
-
-    def _arm_deadline(self) -> None:
-        timeout = self.graph.spec.council.timeout_ms
-        if timeout is None or self._deadline is not None:
-            return
-        elapsed = 0.0
-        if isinstance(self.clock, SystemClock) and self.state.started_ms:
-            elapsed = (self.clock.now_ms() - self.state.started_ms) / 1000
-        self._deadline = time.monotonic() + timeout / 1000 - elapsed
-
-    def _remaining(self) -> float | None:
-        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
-
-    def _deadline_passed(self) -> bool:
-        return self._deadline is not None and time.monotonic() >= self._deadline
-
-    # -- checks ----------------------------------------------------------------------------
-
-    def _check_rosters(self) -> None:
-        for room in self.graph.rooms.values():
-            count = len(self._roster(room.id))
-            if count > self.max_participants:
-                raise ValidationError(
-                    f"room '{room.id}' has {count} participants; this host allows at most "
-                    f"{self.max_participants} (multiPartyConversation.maxParticipants)",
-                    hint="split the room, or raise --max-participants",
-                )
-
-    def _require_handlers(self) -> None:
-        unbound = self.graph.unbound()
-        if unbound:
-            raise DeclarationError(
-                f"python members without a handler: {', '.join(unbound)}",
-                hint="bind them with @council.bind('<member>'), set handler = 'module:function'"
-                     " in the council file, or pass the council file to `wop resume`",
-            )
-
-    def _human_problem(self, entry: HumanInput) -> str | None:
-        state = self.state
-        if state.terminal:
-            return f"run {self.run_id} has ended ({state.terminal}); it takes no more input"
-        if state.last_sequence < 0:
-            return f"run {self.run_id} has not started"
-        member = self.graph.members.get(entry.member)
-        if member is None or not member.human:
-            humans = [m.id for m in self.graph.members.values() if m.human]
-            return (f"'{entry.member}' is not a human member of this council "
-                    f"(human members: {', '.join(humans) or 'none'})")
-        if entry.operation not in {"exchange", "close"}:
-            return f"unknown operation '{entry.operation}' (use 'exchange' or 'close')"
-        if entry.operation == "close":
-            room = self.graph.rooms.get(entry.room)
-            if room is None or entry.member not in room.member_set:
-                return f"{entry.member} is not a member of room '{entry.room}'"
-            if state.rooms[entry.room].closed:
-                return f"the conversation of room '{entry.room}' is already closed"
-            return None
-        if state.members[entry.member].turns >= member.cap:
-            return f"{entry.member} has used all {member.cap} of its turns (max_turns)"
-        return post_problem(self.graph, state, entry.member, entry.room, entry.text,
-                            list(entry.mentions))
-
-
-
-_HUMAN_HINT: Final = "post as a human member, in one of its rooms, mentioning members of that room"

@@ -13,13 +13,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from wopdsl._ids import RUN_ID_RE, event_id, new_run_id
+from wopdsl._ids import IDENT_RULE, event_id, is_ident, new_run_id
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine.core import Engine, HumanInput
-from wopdsl.engine.state import Inflight
 from wopdsl.errors import RunNotFound, ValidationError
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
+from wopdsl.state import Inflight
 from wopdsl.store.base import EventStore
 
 __all__ = ["ForkMode", "ReplayEngine", "engine_for", "fork"]
@@ -48,8 +48,7 @@ def fork(
         raise ValidationError(f"unknown fork mode '{mode}'", hint="use 'replay' or 'branch'")
     events = store.read(source_run_id)
     if not events:
-        raise RunNotFound(f"run {source_run_id} not found in the store",
-                          hint="list runs with `wop runs`")
+        raise RunNotFound.of(source_run_id)
     last = events[-1]["sequence"]
     opened = max((e["sequence"] for e in events if e["type"] == "conversation.opened"),
                  default=0)
@@ -60,8 +59,8 @@ def fork(
         )
     cut = _consistent_cut(events, at_sequence)
     new_id = run_id or new_run_id(events[0]["payload"]["workflowId"])
-    if RUN_ID_RE.fullmatch(new_id) is None:
-        raise ValidationError(f"run id '{new_id}' is not 1-64 characters of [A-Za-z0-9._-]")
+    if not is_ident(new_id):
+        raise ValidationError(f"run id '{new_id}' is not {IDENT_RULE}")
     if store.exists(new_id):
         raise ValidationError(f"run {new_id} already exists", hint="choose another run id")
     copied = [_rewrite(e, source_run_id, new_id) for e in events[: cut + 1]]

@@ -12,7 +12,7 @@ Example:
 """
 
 from wopdsl.jupyter.live import INSTALL_HINT, LiveView, show
-from wopdsl.jupyter.render import run_html, run_markdown
 from wopdsl.jupyter.reply import ReplyBox
+from wopdsl.projections.notebook import run_html, run_markdown
 
 __all__ = ["INSTALL_HINT", "LiveView", "ReplyBox", "run_html", "run_markdown", "show"]

@@ -17,8 +17,8 @@ import asyncio
 import html
 from typing import TYPE_CHECKING, Any, Final
 
-from wopdsl.jupyter.render import RunView, run_view, view_html
 from wopdsl.jupyter.reply import ReplyBox
+from wopdsl.projections.notebook import RunView, run_view, view_html
 
 if TYPE_CHECKING:
     from wopdsl.run import Run

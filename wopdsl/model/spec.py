@@ -23,7 +23,7 @@ from pydantic import (
     StrictStr,
 )
 
-from wopdsl._ids import MAX_SAFE_INT
+from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 
 __all__ = [
     "CouncilSettings",
@@ -37,7 +37,7 @@ __all__ = [
 
 Ident = Annotated[
     StrictStr,
-    Field(pattern=r"^[A-Za-z0-9._-]{1,64}$", min_length=1, max_length=64),
+    Field(pattern=IDENT_PATTERN, min_length=1, max_length=64),
 ]
 """An address: 1-64 characters of ``[A-Za-z0-9._-]`` (never a path, never a control char)."""
 

@@ -33,7 +33,7 @@ TURN_RESULT_ENVELOPE: Final = "council.turn-result"
 DEFAULT_MAX_PARTICIPANTS: Final = 32
 """Default ``multiPartyConversation.maxParticipants`` (agent participants per room).
 
-Kept equal to ``wopdsl.engine.DEFAULT_MAX_PARTICIPANTS``, the limit the engine enforces.
+The limit the engine enforces by default (one definition, here).
 """
 
 

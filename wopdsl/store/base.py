@@ -9,10 +9,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
-from wopdsl.errors import RunBusy, StoreConflict
+from wopdsl.errors import RunBusy, RunNotFound, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 
-__all__ = ["EventStore", "RunInfo"]
+__all__ = ["EventStore", "RunInfo", "require_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +142,15 @@ def busy(run_id: str, holder: str) -> RunBusy:
         hint="attach to it instead (wop tui RUN, wop events RUN --follow, wopdsl.attach), "
              "or resume it once that process has stopped",
     )
+
+
+def require_run(store: EventStore, run_id: str, *, where: str = "the store",
+                runs: str = "wop runs") -> EventStore:
+    """Return ``store`` after checking that it holds ``run_id``.
+
+    Raises:
+        RunNotFound: it does not (the message names ``where``; the hint, ``runs``).
+    """
+    if not store.exists(run_id):
+        raise RunNotFound.of(run_id, where=where, runs=runs)
+    return store

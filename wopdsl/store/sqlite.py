@@ -5,20 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
-import json
-import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-import orjson
-
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
-from wopdsl.protocol.envelope import SUPPORTED_SCHEMA_VERSIONS, RunEventDoc, check_event
-from wopdsl.store.base import EventStore, RunInfo, busy
+from wopdsl.protocol.envelope import RunEventDoc, check_event
+from wopdsl.store._claims import lock_run
+from wopdsl.store._codec import decode_body, encode_event, is_valid_record
+from wopdsl.store._wakeups import waiters_for
+from wopdsl.store.base import EventStore, RunInfo
 
 __all__ = ["SqliteStore"]
 
@@ -27,7 +25,7 @@ _LAYOUT_VERSION: Final = 2
 
 1: the tables below. 2: the same tables, and a body that holds a number the fast decoder
 cannot read back exactly (an integer beyond 64 bits) starts with a space (see
-:func:`_encode`), so every other body may be decoded by orjson."""
+:func:`~wopdsl.store._codec.encode_event`), so every other body may be decoded by orjson."""
 
 _LAYOUT: Final = """
 CREATE TABLE IF NOT EXISTS events (
@@ -69,43 +67,8 @@ FROM runs AS r JOIN events AS e
 ORDER BY r.rowid
 """
 
-# The exact encoder (the standard library's): json.dumps builds a new encoder per call when
-# given options. Cycles are impossible in events built from typed models; a stray one ends as
-# RecursionError.
-_encode_exact: Final = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
-).encode
-_decode_exact: Final = json.JSONDecoder().decode
-_ORJSON_OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-
-
-def _encode(event: RunEventDoc) -> str:
-    """Encode an event as the standard library would, about six times faster.
-
-    orjson writes the same compact JSON for JSON values (a float may be spelled otherwise,
-    ``1e-7`` for ``1e-07``, never with another value). What it refuses (integers beyond 64
-    bits, non-string keys, sets, objects, cycles, lone surrogates) goes to the exact encoder,
-    which stores the first two as the standard library does, behind a leading space that
-    sends the body to the exact decoder on reading (orjson would read a huge integer back as a
-    float), and refuses the rest; and since orjson writes NaN and infinities as ``null``, a
-    text containing ``null`` is re-encoded exactly, so they are refused too.
-    """
-    try:
-        body = orjson.dumps(event, option=_ORJSON_OPTIONS)
-    except TypeError:
-        text = _encode_exact(event)
-        text.encode()  # A lone surrogate has no UTF-8 form: UnicodeEncodeError, not stored.
-        return " " + text
-    if b"null" in body:
-        return _encode_exact(event)
-    return body.decode()
-
 _GC_PAUSE_ROWS: Final = 1000
 """Reads of at least this many records pause the cyclic GC while decoding."""
-
-_REQUIRED_KEYS: Final = frozenset({"eventId", "runId", "type", "payload", "timestamp", "sequence"})
-_ALLOWED_KEYS: Final = _REQUIRED_KEYS | {"nodeId", "schemaVersion", "causationId"}
-
 
 class SqliteStore(EventStore):
     """Keeps every run's events in one SQLite file (default ``.wop/runs.db``).
@@ -141,7 +104,7 @@ class SqliteStore(EventStore):
                 f"{self.path}: cannot create the store directory: {exc}",
                 hint="pass --store (or WOP_STORE) pointing at a writable location",
             ) from exc
-        self._waiters = _waiters_for(self.path)
+        self._waiters = waiters_for(self.path)
         self._fast_decode = True
         """Whether bodies may be read with orjson (layout 2 and later, see _LAYOUT_VERSION)."""
         self._conn = self._connect()
@@ -166,7 +129,7 @@ class SqliteStore(EventStore):
             StoreConflict: another driver (here or in another process) holds the run.
         """
         with super().claim(run_id):
-            release = _lock_run(self.path, run_id)
+            release = lock_run(self.path, run_id)
             try:
                 yield
             finally:
@@ -194,7 +157,7 @@ class SqliteStore(EventStore):
         self.check_expected(run_id, events, expected_sequence)
         # Encode before taking the write lock, so other writers wait only for SQLite itself.
         try:
-            rows = [(run_id, e["sequence"], e["type"], _encode(e)) for e in events]
+            rows = [(run_id, e["sequence"], e["type"], encode_event(e)) for e in events]
         except (TypeError, ValueError, RecursionError) as exc:
             raise EventInvalid(
                 f"run {run_id}: an event cannot be stored as JSON: {exc}",
@@ -278,13 +241,13 @@ class SqliteStore(EventStore):
         for sequence, body in rows:
             try:
                 # Layout 2 marks the bodies only the exact decoder reads right (see _encode).
-                event = orjson.loads(body) if fast and body[:1] == "{" else _decode_exact(body)
+                event = decode_body(body, fast=fast)
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(
                     f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
                     hint="the log was written by another tool or corrupted; restore a backup",
                 ) from None
-            if sequence != expected or not _is_valid(event, run_id, sequence):
+            if sequence != expected or not is_valid_record(event, run_id, sequence):
                 self._reject(event, run_id, sequence, expected)
             events.append(event)
             expected += 1
@@ -417,37 +380,6 @@ class SqliteStore(EventStore):
         return StoreError(f"cannot {doing} {self.path}: {text}")
 
 
-def _is_valid(event: Any, run_id: str, sequence: int) -> bool:
-    """Cheap structural twin of ``check_event``, plus the record's own place in the log.
-
-    About ten times faster than validating with the ``RunEvent`` model, which matters when a
-    long run is replayed; ``_reject`` re-runs the model to explain any failure.
-    """
-    if type(event) is not dict or not _REQUIRED_KEYS <= event.keys() <= _ALLOWED_KEYS:
-        return False
-    event_id, kind = event["eventId"], event["type"]
-    version = event.get("schemaVersion")
-    return (
-        event["runId"] == run_id
-        and event["sequence"] == sequence
-        and type(event["sequence"]) is int
-        and type(event_id) is str
-        and 0 < len(event_id) <= 128
-        and type(kind) is str
-        and kind != ""
-        and type(event["payload"]) is dict
-        and type(event["timestamp"]) is str
-        and 0 < len(run_id) <= 128
-        and _optional_id(event.get("nodeId"))
-        and _optional_id(event.get("causationId"))
-        and (version is None or (type(version) is int and version in SUPPORTED_SCHEMA_VERSIONS))
-    )
-
-
-def _optional_id(value: object) -> bool:
-    return value is None or (type(value) is str and 0 < len(value) <= 128)
-
-
 def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
     held = "more events" if current is None else f"{current + 1} events"
     return StoreConflict(
@@ -456,77 +388,3 @@ def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
     )
 
 
-class _Waiters:
-    """Futures of subscribers waiting on one database file, woken by appends in-process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._futures: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
-
-    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
-        with self._lock:
-            self._futures[future] = loop
-
-    def discard(self, future: asyncio.Future[None]) -> None:
-        with self._lock:
-            self._futures.pop(future, None)
-
-    def wake(self) -> None:
-        # Unlocked peek: a waiter added after it re-checks last_sequence before sleeping.
-        if not self._futures:
-            return
-        with self._lock:
-            waiting, self._futures = self._futures, {}
-        for future, loop in waiting.items():
-            # A closed loop raises RuntimeError: that subscriber is gone, nobody waits.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_resolve, future)
-
-
-_WAITERS: dict[str, _Waiters] = {}
-_WAITERS_LOCK = threading.Lock()
-
-
-def _waiters_for(path: Path) -> _Waiters:
-    """Share one waiter list per file, so every store object on it wakes the others."""
-    key = str(path.resolve())
-    with _WAITERS_LOCK:
-        return _WAITERS.setdefault(key, _Waiters())
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-try:  # POSIX record locks: released by the OS when their process ends, however it ends.
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: claims hold within the process only.
-    fcntl = None  # type: ignore[assignment]
-
-_CLAIM_FILES: dict[str, int] = {}
-"""One descriptor per claims file, kept open for the process: closing any descriptor of a
-file drops all of the process's POSIX locks on it."""
-_CLAIM_FILES_LOCK = threading.Lock()
-
-
-def _lock_run(db: Path, run_id: str) -> Callable[[], None]:
-    """Lock ``run_id``'s byte of ``<db>-claims``; return the release function."""
-    if fcntl is None:  # pragma: no cover
-        return lambda: None
-    path = f"{db}-claims"
-    with _CLAIM_FILES_LOCK:
-        fd = _CLAIM_FILES.get(path)
-        if fd is None:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise StoreError(f"{path}: cannot open the run claims file: {exc}",
-                                 hint="the store's folder must be writable") from exc
-            _CLAIM_FILES[path] = fd
-    offset = int.from_bytes(hashlib.blake2b(run_id.encode(), digest_size=7).digest(), "big")
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-    except OSError:
-        raise busy(run_id, "another process") from None
-    return lambda: fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)

@@ -20,7 +20,7 @@ from typing import Any
 
 from wopdsl import Council, CouncilSpec, EventStore, MemoryStore, Run, load, open_store
 from wopdsl.agents.python import Handler
-from wopdsl.engine import DEFAULT_MAX_PARTICIPANTS
+from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
 __all__ = ["CouncilRunner", "CouncilSource", "StoreTarget"]
 

@@ -9,7 +9,7 @@ import pytest
 import wopdsl
 from tests.conftest import HUMAN, MakeCouncil
 from wopdsl import Post, Reply, Turn
-from wopdsl.jupyter import run_html, run_markdown
+from wopdsl.projections.notebook import run_html, run_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Private Jinja2 helpers: templates compile once, render in a sandbox."""
+"""Jinja2 templates for members and compile(): each compiles once, renders in a sandbox."""
 
 from __future__ import annotations
 

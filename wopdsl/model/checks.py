@@ -1,4 +1,4 @@
-"""Private checks run by compile(): the references a field-by-field validation cannot see.
+"""The references a field-by-field validation cannot see, checked once per declaration.
 
 Each problem carries a field path such as ``members[1] (reviewer).script[0].posts[0].room``
 and a hint, but no source location: the TOML loader adds file, line and column, the
@@ -8,13 +8,13 @@ decorator path reports the path alone.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from wopdsl._ids import MAX_SAFE_INT
-from wopdsl.errors import DeclarationError, Problem
+from wopdsl.errors import Problem
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
-__all__ = ["check_spec", "raise_if_problems"]
+__all__ = ["check_spec"]
 
 _RESERVED_IDS = frozenset({".", ".."})
 
@@ -47,26 +47,6 @@ def check_spec(spec: CouncilSpec) -> list[Problem]:
         problems += _check_engine(member, where)
         problems += _check_script(member, where, rooms, members)
     return problems
-
-
-def raise_if_problems(problems: Iterable[Problem], *, source: str | None = None) -> None:
-    """Raise one :class:`DeclarationError` listing ``problems``, if there are any.
-
-    Args:
-        problems: Problems from :func:`check_spec` or elsewhere.
-        source: A file name to attach to problems that have none (e.g. a decorator module).
-
-    Raises:
-        DeclarationError: When ``problems`` is not empty.
-    """
-    found = [
-        p
-        if p.source is not None or source is None
-        else Problem(p.message, p.path, p.hint, source, p.line, p.column)
-        for p in problems
-    ]
-    if found:
-        raise DeclarationError(found)
 
 
 def _label(ident: str) -> str:

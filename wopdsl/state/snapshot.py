@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wopdsl.engine.state import CouncilState
+from wopdsl.state.fold import CouncilState
 
 
 def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:

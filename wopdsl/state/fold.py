@@ -8,18 +8,39 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from wopdsl._ids import parse_iso_ms
-from wopdsl.engine._construct import new_message
+from wopdsl.model.construct import new_message
 from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
 
-__all__ = ["TERMINAL", "CouncilState", "Inflight", "MemberState", "RoomState", "RunStatus"]
+__all__ = [
+    "TERMINAL",
+    "TERMINAL_EVENTS",
+    "CouncilState",
+    "Inflight",
+    "MemberState",
+    "RoomState",
+    "RunStatus",
+    "status_of_event",
+]
 
 RunStatus = Literal["pending", "running", "waiting-input", "completed", "failed", "cancelled"]
 """Run status, named as in the OpenWOP ``RunSnapshot``."""
 
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 """Statuses a run never leaves."""
+
+TERMINAL_EVENTS: Final[dict[str, RunStatus]] = {
+    "run.completed": "completed",
+    "run.failed": "failed",
+    "run.cancelled": "cancelled",
+}
+"""The event type that ends a run, with the status it ends it in."""
+
+
+def status_of_event(event_type: str) -> RunStatus | None:
+    """Return the terminal status an event of ``event_type`` puts a run in, else ``None``."""
+    return TERMINAL_EVENTS.get(event_type)
 
 _GC_PAUSE_EVENTS: Final = 1_000
 """Folds of at least this many events pause the cyclic GC."""

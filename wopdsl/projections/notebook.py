@@ -1,12 +1,14 @@
-"""Render a run as HTML (Jupyter) or Markdown (other front-ends), from the public Run API.
+"""The notebook's view of a run: a view model folded from the run's state, as HTML or Markdown.
 
-Both renderers read one :class:`RunView`, built from a single catch-up of ``run.state`` (the
-fold of the run's events; the same facts ``run.snapshot()`` reports). Every piece of user
-text is escaped: ``html.escape`` for HTML, HTML entities plus backslashes for Markdown.
+Both renderers read one :class:`RunView`, built from a single catch-up of the run's
+:class:`~wopdsl.state.CouncilState` (the fold of its events; the same facts
+``run.snapshot()`` reports). Every piece of user text is escaped: ``html.escape`` for HTML,
+HTML entities plus backslashes for Markdown. ``Run._repr_html_`` and the live view in
+``wopdsl.jupyter`` render through here.
 
 Example:
-    >>> from wopdsl.jupyter.render import run_html
-    >>> html = run_html(run)            # what ``display(run)`` shows
+    >>> from wopdsl.projections.notebook import run_html
+    >>> html = run_html(run)            # what ``display(run)`` shows (a run or its state)
     >>> "completed" in html
     True
 """
@@ -15,16 +17,29 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
-if TYPE_CHECKING:
-    from wopdsl.run import Run
+from wopdsl._ids import MENTION_RE
+from wopdsl.model.turns import Message
+from wopdsl.state import CouncilState
 
 __all__ = ["MemberRow", "MessageRow", "RoomSection", "RunView", "run_html", "run_markdown",
-           "run_view"]
+           "run_view", "view_html", "view_markdown"]
 
-_MENTION_RE: Final = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{1,64})")
+
+class HasState(Protocol):
+    """Anything that reads a run's folded state, such as ``wopdsl.Run``."""
+
+    @property
+    def state(self) -> CouncilState:
+        """The run's state, caught up with its log."""
+        ...
+
+
+Source = CouncilState | HasState
+"""A run's state, or a handle that reads it (``wopdsl.Run``)."""
 _MD_SPECIAL: Final = re.compile(r"([\\`*_\[\]{}#|~!])")
 
 _STATUS_COLOURS: Final = {
@@ -67,18 +82,8 @@ class MemberRow:
     """The summary of its last successful turn, if any."""
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRow:
-    """One saved message of a room."""
-
-    id: str
-    """``team/{sender}/{position}/{postIndex}``."""
-    sender: str
-    """Who posted it."""
-    text: str
-    """The message text (unescaped)."""
-    mentions: tuple[str, ...]
-    """Members it requested a turn from."""
+MessageRow = Message
+"""One saved message of a room (``id``, ``sender``, ``text``, ``mentions``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +96,7 @@ class RoomSection:
     """Its members, in declaration order."""
     state: str
     """``pending``, ``open`` or ``closed``."""
-    messages: tuple[MessageRow, ...]
+    messages: tuple[Message, ...]
     """The messages shown, in saved order."""
     hidden: int
     """How many earlier messages were left out (``tail``)."""
@@ -119,18 +124,18 @@ class RunView:
     """``{code, message}`` when the run failed."""
 
 
-def run_view(run: Run, *, tail: int | None = None) -> RunView:
-    """Read what the renderers show from ``run``, from one catch-up of its folded state.
+def run_view(run: Source, *, tail: int | None = None) -> RunView:
+    """Read what the renderers show from one catch-up of a run's folded state.
 
     One read keeps the view consistent (status, roster, rooms and event count describe the
     same position in the log) even while another process appends. Names follow the
     ``RunSnapshot`` of ``run.snapshot()``.
 
     Args:
-        run: The run handle.
+        run: The run's state, or the run handle (read once).
         tail: Show at most this many messages per room (the latest); ``None`` shows all.
     """
-    state = run.state
+    state = run if isinstance(run, CouncilState) else run.state
     roster = []
     for member_id, member in state.members.items():
         result = member.result if isinstance(member.result, dict) else {}
@@ -146,12 +151,11 @@ def run_view(run: Run, *, tail: int | None = None) -> RunView:
         rooms.append(RoomSection(
             id=room_id, members=room.members,
             state="closed" if room.closed else ("open" if room.opened else "pending"),
-            messages=tuple(MessageRow(id=m.id, sender=m.sender, text=m.text,
-                                      mentions=tuple(m.mentions)) for m in shown),
+            messages=tuple(shown),
             hidden=len(messages) - len(shown)))
     status = state.status
     return RunView(
-        run_id=run.run_id, council=state.workflow_id, status=status,
+        run_id=state.run_id, council=state.workflow_id, status=status,
         events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
         waiting_for=tuple(state.waiting_for),
         error=dict(state.error) if state.error and status == "failed" else None)
@@ -160,7 +164,7 @@ def run_view(run: Run, *, tail: int | None = None) -> RunView:
 # -- HTML ------------------------------------------------------------------------------------
 
 
-def run_html(run: Run, *, tail: int | None = None) -> str:
+def run_html(run: Source, *, tail: int | None = None) -> str:
     """Render ``run`` as a self-contained HTML fragment (``Run._repr_html_``).
 
     Shows the status line (with the error code when the run failed), the roster (state and
@@ -168,7 +172,7 @@ def run_html(run: Run, *, tail: int | None = None) -> str:
     highlighted and every piece of user text is escaped.
 
     Args:
-        run: The run handle.
+        run: The run's state, or the run handle.
         tail: Show at most this many messages per room (the latest); ``None`` shows all.
 
     Returns:
@@ -257,7 +261,7 @@ def _mention_html(name: str) -> str:
     return f'<span class="wop-mention" style="{_MENTION_STYLE}">@{html.escape(name)}</span>'
 
 
-def _highlight(text: str, mentions: tuple[str, ...]) -> str:
+def _highlight(text: str, mentions: Sequence[str]) -> str:
     """Escape ``text`` and highlight its ``@member`` words that are real mentions."""
     escaped = html.escape(text)
     if not mentions:
@@ -272,17 +276,17 @@ def _highlight(text: str, mentions: tuple[str, ...]) -> str:
         return _mention_html(core) + name[len(core):]
 
     # Member ids use only [A-Za-z0-9._-], which html.escape leaves alone.
-    return _MENTION_RE.sub(mark, escaped)
+    return MENTION_RE.sub(mark, escaped)
 
 
 # -- Markdown --------------------------------------------------------------------------------
 
 
-def run_markdown(run: Run, *, tail: int | None = None) -> str:
+def run_markdown(run: Source, *, tail: int | None = None) -> str:
     """Render ``run`` as Markdown (``Run._repr_markdown_``) for front-ends without HTML.
 
     Args:
-        run: The run handle.
+        run: The run's state, or the run handle.
         tail: Show at most this many messages per room (the latest); ``None`` shows all.
 
     Returns:

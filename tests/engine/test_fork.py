@@ -7,8 +7,8 @@ import pytest
 
 import wopdsl
 from wopdsl import Council, Post, Reply
-from wopdsl._snapshot import channels
 from wopdsl.engine import fork
+from wopdsl.state import channels
 
 ROOT = Path(__file__).resolve().parents[2]
 

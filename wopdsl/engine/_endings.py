@@ -1,0 +1,98 @@
+"""Private: how a run ends — completed, failed, timed out — and the checks before it starts.
+
+:class:`Endings` writes a run's closing events (each room's conversation closed, then
+``run.completed`` or ``run.failed``), keeps the council deadline (RFC 0005 §I) and checks
+rosters and handlers before a run starts or resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from wopdsl._ids import SystemClock
+from wopdsl.engine._writer import EventWriter
+from wopdsl.errors import DeclarationError, ValidationError
+
+__all__ = ["Endings"]
+
+
+class Endings(EventWriter):
+    """Closing events, the council deadline and the pre-run checks."""
+
+    max_participants: int
+    """The host's roster limit per room (RFC 0101)."""
+    _deadline: float | None
+    """``time.monotonic()`` at which the council times out, once armed."""
+
+    def before_complete(self) -> None:
+        """Called before the closing events of a completed run are emitted."""
+
+    def _complete(self) -> None:
+        self.before_complete()
+        for room_id, room in self.state.rooms.items():
+            self._close_room(room_id, {"messages": len(room.messages)}, "council completed")
+        self._emit("run.completed", {"outputs": self.state.result(),
+                                     "durationMs": self._duration()})
+        self._flush()
+
+    def _fail(self, code: str, message: str, node: str | None,
+              details: dict[str, Any] | None = None, closing_text: str | None = None) -> None:
+        self._close_all(None, closing_text or f"run failed: {code}")
+        error: dict[str, Any] = {"code": code, "message": message}
+        if details:
+            error["details"] = details
+        payload: dict[str, Any] = {"error": error, "durationMs": self._duration()}
+        if node is not None:
+            payload["failedNodeId"] = node
+        self._emit("run.failed", payload)
+        self._flush()
+
+    def _time_out(self) -> None:
+        timeout = self.graph.spec.council.timeout_ms
+        for inflight in list(self.state.inflight.values()):
+            self._emit("node.failed", {"nodeId": inflight.member, "attempts": inflight.attempt + 1,
+                                       "error": {"code": "TIMEOUT",
+                                                 "message": "the council timed out"}},
+                       node_id=inflight.member)
+        text = f"council timed out after {timeout} ms (timeout_ms)"
+        self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None,
+                   closing_text=text)
+
+    # -- the deadline (RFC 0005 §I) --------------------------------------------------------
+
+    def _arm_deadline(self) -> None:
+        timeout = self.graph.spec.council.timeout_ms
+        if timeout is None or self._deadline is not None:
+            return
+        elapsed = 0.0
+        if isinstance(self.clock, SystemClock) and self.state.started_ms:
+            elapsed = (self.clock.now_ms() - self.state.started_ms) / 1000
+        self._deadline = time.monotonic() + timeout / 1000 - elapsed
+
+    def _remaining(self) -> float | None:
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+
+    def _deadline_passed(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def _check_rosters(self) -> None:
+        for room in self.graph.rooms.values():
+            count = len(self._roster(room.id))
+            if count > self.max_participants:
+                raise ValidationError(
+                    f"room '{room.id}' has {count} participants; this host allows at most "
+                    f"{self.max_participants} (multiPartyConversation.maxParticipants)",
+                    hint="split the room, or raise --max-participants",
+                )
+
+    def _require_handlers(self) -> None:
+        unbound = self.graph.unbound()
+        if unbound:
+            raise DeclarationError(
+                f"python members without a handler: {', '.join(unbound)}",
+                hint="bind them with @council.bind('<member>'), set handler = 'module:function'"
+                     " in the council file, or pass the council file to `wop resume`",
+            )

@@ -1,0 +1,31 @@
+"""The state of a run: a pure fold of its OpenWOP events, read by every reader.
+
+The engine, ``Run``, the CLI, the TUI, the notebook view and the HTTP host all read run
+state through :class:`CouncilState` (council semantics: queue, in-flight turns, turns used,
+status) and :func:`build_snapshot` (the v1 ``RunSnapshot``); none re-implements them.
+"""
+
+from wopdsl.state.fold import (
+    TERMINAL,
+    TERMINAL_EVENTS,
+    CouncilState,
+    Inflight,
+    MemberState,
+    RoomState,
+    RunStatus,
+    status_of_event,
+)
+from wopdsl.state.snapshot import build_snapshot, channels
+
+__all__ = [
+    "TERMINAL",
+    "TERMINAL_EVENTS",
+    "CouncilState",
+    "Inflight",
+    "MemberState",
+    "RoomState",
+    "RunStatus",
+    "build_snapshot",
+    "channels",
+    "status_of_event",
+]
