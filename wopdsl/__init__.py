@@ -39,13 +39,12 @@ from wopdsl.model import (
     Turn,
 )
 from wopdsl.run import EventLog, Run, attach
-from wopdsl.state import TERMINAL, CouncilState, RunStatus
+from wopdsl.state import CouncilState, RunStatus
 from wopdsl.store import EventStore, MemoryStore, RunInfo, SqliteStore, open_store
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "TERMINAL",
     "Council",
     "CouncilGraph",
     "CouncilSettings",

@@ -140,7 +140,7 @@ class Run:
     @property
     def transcript(self) -> str:
         """The stable plain-text transcript (what snapshot tests lock)."""
-        return render_transcript(self.store.read(self.run_id), self.status)
+        return render_transcript(self.state)
 
     @property
     def waiting_for(self) -> list[str]:
