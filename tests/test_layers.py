@@ -346,3 +346,10 @@ def test_the_turn_path_names_real_code() -> None:
         for part in filter(None, attr.split(".")):
             assert hasattr(obj, part), f"docs/architecture.md names {dotted}, which is gone"
             obj = getattr(obj, part)
+
+
+def test_tests_mirror_the_packages() -> None:
+    packages = sorted(p.parent.name for p in (ROOT / "wopdsl").glob("*/__init__.py"))
+    missing = [name for name in [*packages, "tui"]
+               if not list((ROOT / "tests" / name).glob("test_*.py"))]
+    assert missing == [], f"no tests/<package>/ folder with tests for: {missing}"
