@@ -16,22 +16,18 @@ chars); ``.`` and ``..`` match but are refused (see :func:`is_ident`)."""
 IDENT_RE: Final = re.compile(IDENT_PATTERN)
 IDENT_RULE: Final = "1-64 characters of A-Z a-z 0-9 . _ -"
 """The rule in words, for error messages."""
-MENTION_RE: Final = re.compile(rf"(?<![\w@])@({IDENT_CHARS}{{1,64}})")
-"""An ``@member`` word in a text (a trailing ``.`` ends the sentence, not the id)."""
 MAX_SAFE_INT: Final = 2**53 - 1
+
+BIDI_CONTROLS: Final = frozenset(
+    {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+)
+"""Bidirectional formatting characters: shown raw they reorder what a reader sees
+("Trojan Source"), so every terminal output, room file and exported file escapes them."""
 
 
 def is_ident(value: str) -> bool:
     """Return whether ``value`` is a valid member/room/council/run identifier."""
     return IDENT_RE.match(value) is not None and value not in {".", ".."}
-
-
-def parse_mentions(text: str) -> list[str]:
-    """Return the distinct ``@member`` mentions in ``text``, in order of appearance."""
-    seen: dict[str, None] = {}
-    for match in MENTION_RE.finditer(text):
-        seen.setdefault(match.group(1).rstrip("."), None)
-    return list(seen)
 
 
 def new_run_id(council_id: str) -> str:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from wopdsl._ids import Clock, FixedClock, new_run_id
 from wopdsl.agents.python import Handler
@@ -17,10 +16,8 @@ from wopdsl.engine import Engine, engine_for
 from wopdsl.errors import DeclarationError
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+from wopdsl.run import Run, run_sync
 from wopdsl.store import EventStore, open_store, require_run
-
-if TYPE_CHECKING:
-    from wopdsl.run import Run
 
 __all__ = ["Council", "load"]
 
@@ -216,8 +213,6 @@ class Council:
               deterministic: bool = False, clock: Clock | None = None,
               max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
         """Start a run in the background of the running loop and return its handle at once."""
-        from wopdsl.run import Run
-
         engine = self._engine(store, run_id, deterministic, clock, max_participants)
         run = Run(engine.store, engine.run_id, engine=engine, council=self)
         run._begin(start=True)
@@ -252,14 +247,12 @@ class Council:
             deterministic: bool = False, clock: Clock | None = None,
             max_participants: int = DEFAULT_MAX_PARTICIPANTS) -> Run:
         """Synchronous twin of :meth:`arun`; refuses inside a running event loop."""
-        _refuse_inside_loop("run()", "await council.arun()")
-        return asyncio.run(self.arun(store, run_id, deterministic=deterministic, clock=clock,
-                                     max_participants=max_participants))
+        return run_sync(self.arun(store, run_id, deterministic=deterministic, clock=clock,
+                                  max_participants=max_participants),
+                        "run()", "await council.arun()")
 
     def open(self, run_id: str, store: StoreArg = None) -> Run:
         """Return a handle on an existing run of this council (handlers re-bound)."""
-        from wopdsl.run import Run
-
         st = require_run(open_store(store), run_id)
         engine = engine_for(self.compile(), st, run_id)
         return Run(st, run_id, engine=engine, council=self)
@@ -311,14 +304,3 @@ def _qualname(fn: Callable[..., Any]) -> str:
     module = getattr(fn, "__module__", None) or "?"
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return f"{module}:{name}"
-
-
-def _refuse_inside_loop(name: str, instead: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise RuntimeError(
-        f"{name} can't be called inside a running event loop (Jupyter?); use `{instead}`"
-    )
-

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, TypeVar, overload
 
-from wopdsl._ids import parse_mentions
 from wopdsl.compile import CouncilGraph, compile
 from wopdsl.engine import Engine, HumanInput, engine_for
 from wopdsl.errors import RunBusy, RunNotFound, ValidationError
+from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
 from wopdsl.projections.notebook import run_html, run_markdown
@@ -327,6 +327,44 @@ class Run:
         raise ValidationError(f"{member} is in rooms {', '.join(rooms) or 'none'}; say which",
                               hint="pass room='<room>' (CLI: --room ROOM)")
 
+    # -- sync twins, for scripts outside an event loop ----------------------------------------
+
+    def reply_sync(self, text: str = "", **options: Any) -> str | None:
+        """Synchronous twin of :meth:`reply`: post, then wait until the run stops again.
+
+        Takes the same arguments as :meth:`reply`. The run is driven in this call (to its
+        end, or until it waits for a person again), so the script may exit right after.
+        """
+
+        async def go() -> str | None:
+            message = await self.reply(text, **options)
+            await self.wait()
+            return message
+
+        return run_sync(go(), "reply_sync()", "await run.reply(...)")
+
+    def wait_sync(self) -> RunStatus:
+        """Synchronous twin of :meth:`wait`."""
+        return run_sync(self.wait(), "wait_sync()", "await run.wait()")
+
+    def resume_sync(self) -> RunStatus:
+        """Synchronous twin of :meth:`resume`."""
+        return run_sync(self.resume(), "resume_sync()", "await run.resume()")
+
+    def cancel_sync(self, reason: str = "cancelled by user") -> None:
+        """Synchronous twin of :meth:`cancel`."""
+        run_sync(self.cancel(reason), "cancel_sync()", "await run.cancel()")
+
+    def close_sync(self, *, room: str | None = None, outcome: Any = None,
+                   as_: str | None = None) -> RunStatus:
+        """Synchronous twin of :meth:`close`: close, then wait until the run stops."""
+
+        async def go() -> RunStatus:
+            await self.close(room=room, outcome=outcome, as_=as_)
+            return await self.wait()
+
+        return run_sync(go(), "close_sync()", "await run.close(...)")
+
     def show(self) -> Any:
         """Display a live view in Jupyter (needs the ``jupyter`` extra)."""
         from wopdsl.jupyter import show
@@ -361,6 +399,26 @@ def _from_resume(
     elif isinstance(content, str):
         text = content
     return text, mentions, payload.operation, payload.outcome
+
+
+_T = TypeVar("_T")
+
+
+def run_sync(work: Coroutine[Any, Any, _T], name: str, instead: str) -> _T:
+    """Run ``work`` to its end on a new event loop; refuse inside a running loop.
+
+    Raises:
+        RuntimeError: called inside a running event loop (a notebook cell, an async app):
+            the message names the ``await`` form to use instead.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    work.close()
+    raise RuntimeError(
+        f"{name} can't be called inside a running event loop (Jupyter?); use `{instead}`"
+    )
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,

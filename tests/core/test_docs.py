@@ -37,3 +37,17 @@ def test_release_team_council_is_the_published_example():
 
     council = (ROOT / "councils" / "release-team.toml").read_text(encoding="utf-8")
     assert council == RELEASE_TEAM_TOML
+
+
+def test_the_readme_human_in_the_loop_snippet_works_as_written(tmp_path):
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("Human in the loop")
+    block = re.search(r"```python\n(.*?)```", readme[start:], flags=re.S)
+    assert block is not None
+    done = subprocess.run([sys.executable, "-c", block.group(1)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["waiting-input ['founder']", "completed"]

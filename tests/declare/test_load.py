@@ -457,3 +457,14 @@ def test_check_spec_runs_once_per_load(monkeypatch: pytest.MonkeyPatch) -> None:
     # A spec built elsewhere is unchecked: compile() checks it.
     compile_module.compile(council.spec)
     assert calls == ["release-team", "release-team"]
+
+
+@pytest.mark.parametrize(("value", "got"), [
+    ('["writer"]', "got an array"), ("[]", "got array []"), ("{ a = 1 }", "got a table"),
+    ("3", "got integer 3"),
+])
+def test_type_errors_say_what_they_got_once(value: str, got: str) -> None:
+    problem = only_problem(BASE.replace('role = "writer"', f"role = {value}"))
+    message = problem.render()
+    assert f"must be a string, {got}" in message
+    assert "array an array" not in message and "table a table" not in message

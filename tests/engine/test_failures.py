@@ -459,3 +459,13 @@ async def test_cancelling_a_run_stops_its_running_turns(make_council: MakeCounci
     assert stopped == ["waits"]
     assert [e["type"] for e in run.events][-1] == "run.cancelled"
     assert [e["nodeId"] for e in of_type(run.events, "node.cancelled")] == ["waits"]
+
+
+async def test_script_exhausted_counts_its_turns_in_good_english(
+    make_council: MakeCouncil, db_path: Path
+) -> None:
+    council = make_council({"echo": [{"summary": "once", "posts": [
+        {"room": "all", "text": "again @echo", "mentions": ["echo"]}]}]})
+    run = await council.arun(store=db_path)
+    assert run.status == "failed"
+    assert "echo has 1 scripted turn; turn 2 was requested" in run.error["message"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -11,9 +10,10 @@ from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Input
 
+from wopdsl.model.mentions import PARTIAL_MENTION_RE
+
 __all__ = ["Composer", "MentionSuggester"]
 
-_PARTIAL_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]*)$")
 
 
 class MentionSuggester(Suggester):
@@ -26,7 +26,7 @@ class MentionSuggester(Suggester):
 
     def complete(self, value: str) -> str | None:
         """Return ``value`` with its trailing ``@prefix`` completed, or ``None``."""
-        match = _PARTIAL_MENTION.search(value)
+        match = PARTIAL_MENTION_RE.search(value)
         if match is None:
             return None
         prefix = match.group(1)

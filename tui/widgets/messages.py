@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import ClassVar, Final
 
@@ -17,13 +16,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from wopdsl_tui.bridge import RoomMessage
 
+from wopdsl.model.mentions import MENTION_RE
+from wopdsl.projections import terminal_safe
+
 __all__ = ["MessageList", "wrap_ranges"]
 
 INDENT: Final = 2
 """Cells of hanging indent on a message's continuation lines."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9._-]{1,64})")
 
 
 def wrap_ranges(text: str, width: int, indent: int = INDENT) -> list[tuple[int, int]]:
@@ -156,7 +156,9 @@ class MessageList(ScrollView, can_focus=True):
             head += f" {message.id}"
         if message.mentions:
             head += " " + " ".join(f"@{m}" for m in message.mentions)
-        return _CONTROL.sub("\ufffd", f"{head}: {message.text}".replace("\t", " "))
+        # Escape sequences, C1 and bidi controls from members and people are shown, not
+        # acted on (they would move the cursor or reorder what the reader sees).
+        return terminal_safe(f"{head}: {message.text}").replace("\t", " ")
 
     def _index_message(self, index: int) -> None:
         for start, end in wrap_ranges(self._plain[index], self._width):
@@ -243,7 +245,7 @@ class MessageList(ScrollView, can_focus=True):
             text.stylize(self.get_component_rich_style("message-list--id"),
                          at, at + len(message.id))
         mention = self.get_component_rich_style("message-list--mention")
-        for match in _MENTION.finditer(plain):
+        for match in MENTION_RE.finditer(plain):
             if match.group(1) in self._members:
                 text.stylize(mention, match.start(), match.end())
         self._texts[index] = text

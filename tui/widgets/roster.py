@@ -9,6 +9,8 @@ from rich.text import Text
 from textual.widgets import Static
 from wopdsl_tui.bridge import MemberInfo
 
+from wopdsl.projections import terminal_safe
+
 __all__ = ["STATE_LABELS", "Roster"]
 
 STATE_LABELS: Final[Mapping[str, tuple[str, str]]] = {
@@ -54,7 +56,7 @@ class Roster(Static):
             text.append(" " * (width - len(name) - len(label)))
             text.append(label, style=style)
             turns = f"{member.turns}/{member.cap or '?'} turns"
-            role = _fit(f"  {member.role}" + (" · human" if member.human else ""),
+            role = _fit(terminal_safe(f"  {member.role}") + (" · human" if member.human else ""),
                         width - len(turns) - 1)
             text.append("\n")
             text.append(role, style="dim")

@@ -9,6 +9,8 @@ from rich.text import Text
 from textual.widgets import Static
 from wopdsl_tui.bridge import ErrorNote
 
+from wopdsl.projections import terminal_safe
+
 __all__ = ["Notice", "StatusLine"]
 
 STATUS_STYLES: Final = {
@@ -48,9 +50,10 @@ class StatusLine(Static):
         if errors:
             last = errors[-1]
             where = f" ({last.node})" if last.node else ""
-            text.append(f"\nerror[{last.code}]{where}: {last.message}", style="bold red")
+            text.append(terminal_safe(f"\nerror[{last.code}]{where}: {last.message}"),
+                        style="bold red")
         if problem:
-            text.append(f"\n{problem}", style="bold red")
+            text.append(terminal_safe(f"\n{problem}"), style="bold red")
         self.update(text)
 
 
@@ -83,4 +86,4 @@ class Notice(Static):
     def show_refusal(self, code: str, message: str) -> None:
         """Say why the last post was refused (nothing was saved; the text is kept)."""
         self.set_classes("-refused")
-        self.update(Text(f"refused: error[{code}] {message}"))
+        self.update(Text(terminal_safe(f"refused: error[{code}] {message}")))

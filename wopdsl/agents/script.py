@@ -77,8 +77,8 @@ class ScriptAgent(MemberAgent):
         if turn.turn > len(self.steps):
             raise TurnError(
                 "SCRIPT_EXHAUSTED",
-                f"{turn.member} has {len(self.steps)} scripted turns; turn {turn.turn} was "
-                "requested",
+                f"{turn.member} has {len(self.steps)} scripted "
+                f"turn{'' if len(self.steps) == 1 else 's'}; turn {turn.turn} was requested",
                 {"steps": len(self.steps), "turn": turn.turn},
             )
         step = self.steps[turn.turn - 1]

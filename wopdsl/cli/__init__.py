@@ -44,15 +44,17 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     from wopdsl.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, exit_code_for_error
     from wopdsl.cli._parser import build_parser
     from wopdsl.cli._targets import Context
+    from wopdsl.cli._terminal import SafeText
 
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
-    for stream in (out, err):
+    for stream in (stdout or sys.stdout, stderr or sys.stderr):
         # Text a terminal's encoding can't show is escaped, never a crash mid-transcript.
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             with contextlib.suppress(OSError, ValueError):
                 reconfigure(errors="backslashreplace")
+    # What members and people wrote never acts on the terminal (escape sequences, bidi).
+    out: TextIO = SafeText(stdout or sys.stdout)  # type: ignore[assignment]
+    err: TextIO = SafeText(stderr or sys.stderr)  # type: ignore[assignment]
     parser = build_parser()
     try:
         args, extras = parser.parse_known_args(argv)

@@ -64,7 +64,8 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _json_line(event: RunEventDoc) -> str:
-    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    # ASCII-only: valid JSON whatever the text holds, and nothing a terminal acts on.
+    return json.dumps(event, separators=(",", ":"))
 
 
 def cmd_events(ctx: Context, args: argparse.Namespace) -> int:

@@ -135,7 +135,8 @@ def run_json(run_id: str, state: CouncilState) -> dict[str, Any]:
 
 def print_json(doc: Any, out: TextIO) -> None:
     """Print ``doc`` as indented JSON."""
-    print(json.dumps(doc, indent=2, ensure_ascii=False), file=out, flush=True)
+    # ASCII-only: valid JSON whatever the text holds, and nothing a terminal acts on.
+    print(json.dumps(doc, indent=2), file=out, flush=True)
 
 
 def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,

@@ -106,7 +106,9 @@ def describe_error(error: Any, data: Any) -> tuple[str, str]:
             "bool_type": "write true or false, without quotes",
             "list_type": 'use an array, e.g. ["a", "b"]',
         }.get(kind, f"use {wanted}")
-        return f"must be {wanted}, got {_kind_of(value)} {_show(value)}", hint
+        shown = _show(value)
+        got = shown if shown.startswith(("an ", "a ")) else f"{_kind_of(value)} {shown}"
+        return f"must be {wanted}, got {got}", hint
     message = str(error["msg"])
     return (
         f"{message[:1].lower()}{message[1:]}, got {_show(value)}",

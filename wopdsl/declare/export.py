@@ -7,11 +7,16 @@ from typing import Any
 
 import tomli_w
 
+from wopdsl._ids import BIDI_CONTROLS
 from wopdsl.model.spec import CouncilSpec
 
 __all__ = ["to_toml"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+_INVISIBLE = str.maketrans({code: f"\\u{code:04x}"
+                            for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, *BIDI_CONTROLS)})
 
 
 def to_toml(spec: CouncilSpec) -> str:
@@ -39,7 +44,9 @@ def to_toml(spec: CouncilSpec) -> str:
     chunks = [_table("[council]", data["council"])]
     chunks += [_table("[[rooms]]", room) for room in data.get("rooms", [])]
     chunks += [_table("[[members]]", member) for member in data.get("members", [])]
-    return "\n".join(chunks)
+    # tomli-w escapes C0 controls; C1, separators and bidi controls are legal TOML but act on
+    # a terminal or hide what the file says: write them as \uNNNN (the strings are basic).
+    return "\n".join(chunks).translate(_INVISIBLE)
 
 
 def _table(header: str, table: dict[str, Any]) -> str:

@@ -5,6 +5,6 @@ exports what that API is built from.
 """
 
 from wopdsl.engine.core import Engine, HumanInput
-from wopdsl.engine.fork import ForkMode, engine_for, fork
+from wopdsl.engine.fork import engine_for, fork
 
-__all__ = ["Engine", "ForkMode", "HumanInput", "engine_for", "fork"]
+__all__ = ["Engine", "HumanInput", "engine_for", "fork"]

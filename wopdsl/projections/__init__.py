@@ -1,6 +1,11 @@
 """Read-side projections of a run's events: transcript and room files."""
 
-from wopdsl.projections.rooms import escape, room_lines, write_room_files
+from wopdsl.projections.rooms import (
+    escape,
+    room_lines,
+    terminal_safe,
+    write_room_files,
+)
 from wopdsl.projections.transcript import TranscriptProjection, format_line, render_transcript
 
 __all__ = [
@@ -9,5 +14,6 @@ __all__ = [
     "format_line",
     "render_transcript",
     "room_lines",
+    "terminal_safe",
     "write_room_files",
 ]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from wopdsl._ids import MENTION_RE
+from wopdsl.model.mentions import MENTION_RE
 from wopdsl.model.turns import Message
 from wopdsl.state import CouncilState
 

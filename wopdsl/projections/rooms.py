@@ -6,37 +6,43 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from wopdsl._ids import BIDI_CONTROLS
 from wopdsl.protocol.envelope import RunEventDoc
 
-__all__ = ["escape", "room_lines", "write_room_files"]
+__all__ = ["escape", "room_lines", "terminal_safe", "write_room_files"]
+
+
+_UNSAFE: Final = {
+    **{code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]},
+    **{code: f"\\u{code:04x}" for code in (0x2028, 0x2029, *BIDI_CONTROLS)},
+}
+_ROOM_LINE: Final = str.maketrans(
+    {**_UNSAFE, ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+_TERMINAL: Final = str.maketrans(
+    {code: text for code, text in _UNSAFE.items() if code not in (0x0A, 0x09)})
 
 
 def escape(text: str) -> str:
     r"""Escape backslashes, newlines and control characters so a message stays on one line.
 
     ``\`` -> ``\\``, newline -> ``\n``, carriage return -> ``\r``, tab -> ``\t``, any other
-    control character (C0, DEL, C1, U+2028/2029) -> ``\xNN`` or ``\uNNNN``.
+    control character (C0, DEL, C1) -> ``\xNN``, U+2028/2029 and bidirectional formatting
+    characters -> ``\uNNNN``.
     """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif code < 0x20 or 0x7F <= code <= 0x9F:
-            out.append(f"\\x{code:02x}")
-        elif code in (0x2028, 0x2029):
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return text.translate(_ROOM_LINE)
+
+
+def terminal_safe(text: str) -> str:
+    r"""Escape what a terminal would act on, keeping line breaks and tabs.
+
+    Control characters (ANSI and OSC sequences, ``\r``, NUL, C1) become ``\xNN`` and
+    line/paragraph separators and bidirectional formatting characters ``\uNNNN``; nothing
+    else changes (backslashes stay single). Text from members and people goes through this
+    before any terminal shows it.
+    """
+    return text.translate(_TERMINAL)
 
 
 def room_lines(events: Iterable[RunEventDoc]) -> tuple[list[str], dict[str, list[str]], int]:
