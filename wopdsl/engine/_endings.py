@@ -1,7 +1,9 @@
-"""Private: how a run ends — completed, failed, timed out — and the checks before it starts.
+"""Private: how a run ends or continues — completed, failed, timed out, resumed — and checks.
 
 :class:`Endings` writes a run's closing events (each room's conversation closed, then
-``run.completed`` or ``run.failed``), keeps the council deadline (RFC 0005 §I) and checks
+``run.completed`` or ``run.failed``), marks a run continued after a crash or a fork
+(``run.resumed``), keeps the council deadline (RFC 0005 §I, with a timer that fires it in a
+process holding a waiting run) and checks
 rosters and handlers before a run starts or resumes.
 """
 
@@ -66,6 +68,26 @@ class Endings(EventWriter):
         text = f"council timed out after {timeout} ms (timeout_ms)"
         self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None,
                    closing_text=text)
+
+    def _resumed(self) -> None:
+        """Mark a run continued after a crash or a fork: ``run.resumed`` (DESIGN.md §7).
+
+        Its in-flight turns are then retried (``node.retried`` before each new
+        ``node.started``, in :meth:`_next_batch`); a fork's gates closed at the cut end first.
+        """
+        state = self.state
+        if state.terminal or state.last_sequence < 0:
+            return
+        origin = state.metadata.get("forkedFrom") or {}
+        fork_start = origin.get("atSequence") == state.last_sequence
+        if not state.inflight and not fork_start:
+            return
+        payload: dict[str, Any] = {"reason": "fork" if fork_start else "crash-recovery"}
+        if state.inflight:
+            payload["retrying"] = sorted(state.inflight)
+        self._emit("run.resumed", payload)
+        self._finish_gates()
+        self._flush()
 
     # -- the deadline (RFC 0005 §I) --------------------------------------------------------
 

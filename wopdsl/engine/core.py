@@ -128,26 +128,6 @@ class Engine(HumanDoor, Endings):
         self._schedule_expiry()
         return self.state.status
 
-    def _resumed(self) -> None:
-        """Mark a run continued after a crash or a fork: ``run.resumed`` (DESIGN.md §7).
-
-        Its in-flight turns are then retried (``node.retried`` before each new
-        ``node.started``, in :meth:`_next_batch`); a fork's gates closed at the cut end first.
-        """
-        state = self.state
-        if state.terminal or state.last_sequence < 0:
-            return
-        origin = state.metadata.get("forkedFrom") or {}
-        fork_start = origin.get("atSequence") == state.last_sequence
-        if not state.inflight and not fork_start:
-            return
-        payload: dict[str, Any] = {"reason": "fork" if fork_start else "crash-recovery"}
-        if state.inflight:
-            payload["retrying"] = sorted(state.inflight)
-        self._emit("run.resumed", payload)
-        self._finish_gates()
-        self._flush()
-
     async def _drive_batches(self) -> None:
         while True:
             # The lock covers one batch at a time, so a human may post between batches.
@@ -391,33 +371,6 @@ class Engine(HumanDoor, Endings):
             self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
                        f"{error.message}", member, details={"nodeError": error.code})
         # The caller commits: the completions of one settled batch share one transaction.
-
-    def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
-        """After a conflict (state re-folded), whether this driver may carry on.
-
-        True when others appended only human posts since ``base`` and left ``batch`` in
-        flight (a human joined from another process, e.g. ``wop reply`` or the TUI).
-        """
-        if self.state.terminal:
-            return False
-        for inflight in batch:
-            now = self.state.inflight.get(inflight.member)
-            if now is None or (now.position, now.attempt) != (inflight.position,
-                                                              inflight.attempt):
-                return False  # another driver took the turn over
-        for event in self.store.read(self.run_id, base):
-            node = event.get("nodeId", "")
-            if event["type"] == "conversation.exchanged":
-                speaker = str(event["payload"].get("turn", {}).get("speakerId", ""))[5:]
-                if speaker not in self.graph.members or \
-                        not self.graph.members[speaker].awaited:
-                    return False
-            elif event["type"] in {"interrupt.requested", "interrupt.resolved"}:
-                continue
-            elif event["type"] not in {"node.started", "node.completed"} or not (
-                    node in self.graph.members and self.graph.members[node].awaited):
-                return False
-        return True
 
     async def _take_turn(self, inflight: Inflight) -> dict[str, Any] | TurnError:
         member = self.graph.members[inflight.member]

@@ -14,6 +14,7 @@ from wopdsl._ids import message_id
 from wopdsl.engine._writer import EventWriter
 from wopdsl.engine.intake import Accepted, HumanInput, accept
 from wopdsl.protocol import payloads as p
+from wopdsl.state import Inflight
 
 __all__ = ["HumanDoor", "HumanInput"]
 
@@ -94,3 +95,30 @@ class HumanDoor(EventWriter):
             self._emit("interrupt.requested",
                        p.interrupt_exchange(room.conversation_id, member_id, member.turns + 1,
                                             prompt), node_id=p.room_node_id(room_id))
+
+    def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
+        """After a conflict (state re-folded), whether this driver may carry on.
+
+        True when others appended only human posts since ``base`` and left ``batch`` in
+        flight (a human joined from another process, e.g. ``wop reply`` or the TUI).
+        """
+        if self.state.terminal:
+            return False
+        for inflight in batch:
+            now = self.state.inflight.get(inflight.member)
+            if now is None or (now.position, now.attempt) != (inflight.position,
+                                                              inflight.attempt):
+                return False  # another driver took the turn over
+        for event in self.store.read(self.run_id, base):
+            node = event.get("nodeId", "")
+            if event["type"] == "conversation.exchanged":
+                speaker = str(event["payload"].get("turn", {}).get("speakerId", ""))[5:]
+                if speaker not in self.graph.members or \
+                        not self.graph.members[speaker].awaited:
+                    return False
+            elif event["type"] in {"interrupt.requested", "interrupt.resolved"}:
+                continue
+            elif event["type"] not in {"node.started", "node.completed"} or not (
+                    node in self.graph.members and self.graph.members[node].awaited):
+                return False
+        return True
