@@ -8,7 +8,7 @@ from typing import Any, Literal, cast
 
 import pytest
 
-from wopdsl import Council, SqliteStore
+from wopdsl import Council, SqliteStore, WopError
 from wopdsl.agents.python import Handler
 
 HUMAN: Literal["human"] = "human"
@@ -82,3 +82,55 @@ def build_council(
 def make_council() -> MakeCouncil:
     """Return :func:`build_council` (declare a council in one call)."""
     return build_council
+
+
+@pytest.fixture(autouse=True)
+def _every_stored_run_passes_wop_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test, every run in a SQLite store under its ``tmp_path`` passes `wop check`.
+
+    The runs tests make through the CLI, the TUI, notebooks and the API on store files are
+    all checked (OpenWOP schemas and log rules). Tests that write broken logs on purpose
+    carry ``@pytest.mark.wop_invalid_log``.
+    """
+    if "tmp_path" not in request.fixturenames or \
+            request.node.get_closest_marker("wop_invalid_log"):
+        yield
+        return
+    # Asked for before the test runs, so tmp_path is torn down after this check.
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    yield
+    problems = _check_stores(tmp_path)
+    if problems:
+        pytest.fail("a stored run breaks `wop check`:\n  " + "\n  ".join(problems[:20]),
+                    pytrace=False)
+
+
+def _check_stores(root: Path) -> list[str]:
+    import sqlite3
+
+    from wopdsl.protocol.check import check_events
+
+    problems: list[str] = []
+    for db in sorted(root.rglob("*.db")):
+        try:
+            store = SqliteStore(db)
+        except Exception:
+            continue  # Not a store (or deliberately broken): other tests cover that.
+        try:
+            for info in store.runs():
+                events = store.read(info.run_id)
+                if not _is_council_run(events):
+                    continue  # Synthetic logs of the store contract tests.
+                problems.extend(f"{db.name} run {info.run_id}: {v}"
+                                for v in check_events(events))
+        except (sqlite3.Error, WopError):
+            continue
+        finally:
+            store.close()
+    return problems
+
+
+def _is_council_run(events: list[Any]) -> bool:
+    first = events[0] if events else {}
+    return first.get("type") == "run.started" and \
+        "council" in (first.get("payload") or {}).get("metadata", {})

@@ -1,198 +1,71 @@
-"""Load the OpenWOP JSON Schemas and validate council run events against them.
+"""The OpenWOP schemas the tests validate against: the copy bundled in the package.
 
-Reusable by any test (engine semantics, protocol conformance): ``load_schemas()`` returns an
-:class:`OpenWopSchemas` or skips the calling test with a clear message when the schemas are
-not available.
+``load_schemas()`` returns :class:`CheckedSchemas` over ``wopdsl.protocol.openwop``'s bundled
+schemas (never skips: they ship with the package). ``check_events`` runs everything
+``wop check`` runs (schemas and log rules, :func:`wopdsl.protocol.check.check_events`).
 
-Where the schemas are looked for, in order:
-
-1. ``$WOPDSL_OPENWOP_SCHEMAS`` (a directory holding ``run-event.schema.json``);
-2. walking up from this file, ``<dir>/shared/openwop/schemas`` or ``<dir>/openwop/schemas``
-   for every parent ``<dir>`` (a checkout at ``/work/main`` finds ``/work/shared``; CI has
-   ``<clone>/../shared/openwop``).
-
-What each event is checked against (DESIGN.md §7):
-
-- the envelope: ``run-event.schema.json`` (v1 ``RunEventDoc``);
-- the payload: ``run-event-payloads.schema.json`` ``$defs`` entry picked through ``_typeIndex``;
-- ``conversation.opened`` / ``conversation.closed`` payloads: the ``$defs`` of
-  ``v2/conversation-event.schema.json`` (the v2 copy has the RFC 0101 ``participants``);
-- ``conversation.exchanged`` payloads: the v1 ``conversation-event.schema.json``
-  ``ConversationExchangedPayload``;
-- every conversation turn (initial, exchanged, final): ``v2/conversation-turn.schema.json``.
+``reference_dir()`` finds the project's reference copy ``shared/openwop/schemas`` above the
+checkout (or ``$WOPDSL_OPENWOP_SCHEMAS``), which ``test_bundled_schemas`` compares with the
+bundled copy when it exists.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from wopdsl.protocol.check import check_events
+from wopdsl.protocol.openwop import OpenWopSchemas, bundled_schemas
+
 SCHEMAS_ENV = "WOPDSL_OPENWOP_SCHEMAS"
-"""Environment variable naming the OpenWOP schemas directory."""
+"""Environment variable naming a reference OpenWOP schemas directory."""
 
 _MARKER = "run-event.schema.json"
 
 
-def find_schemas_dir(start: Path | None = None) -> Path | None:
-    """Return the OpenWOP schemas directory, or ``None`` when it cannot be found."""
+def reference_dir(start: Path | None = None) -> Path | None:
+    """Return the reference schemas directory beside the checkout, or ``None``."""
     configured = os.environ.get(SCHEMAS_ENV)
     if configured:
         path = Path(configured)
         return path if (path / _MARKER).is_file() else None
     here = (start or Path(__file__)).resolve()
-    for parent in [here, *here.parents]:
-        for candidate in (parent / "shared" / "openwop" / "schemas",
-                          parent / "openwop" / "schemas"):
-            if (candidate / _MARKER).is_file():
-                return candidate
+    for parent in here.parents:
+        candidate = parent / "shared" / "openwop" / "schemas"
+        if (candidate / _MARKER).is_file():
+            return candidate
     return None
 
 
-class OpenWopSchemas:
-    """The OpenWOP schemas of one directory, with validators for council events."""
+class CheckedSchemas:
+    """The bundled schemas, with assertion helpers for tests."""
 
-    def __init__(self, root: Path) -> None:
-        from jsonschema import Draft202012Validator, FormatChecker
-        from referencing import Registry, Resource
-        from referencing.jsonschema import DRAFT202012
-
-        self.root = root
-        self.documents: dict[str, dict[str, Any]] = {}
-        """Every schema file by its path relative to ``root`` (e.g. ``v2/ids.schema.json``)."""
-        resources = []
-        for path in sorted(root.rglob("*.schema.json")):
-            document = json.loads(path.read_text(encoding="utf-8"))
-            self.documents[path.relative_to(root).as_posix()] = document
-            resource = Resource.from_contents(document, default_specification=DRAFT202012)
-            resources.append((document["$id"], resource))
-        self.registry: Registry[Any] = Registry().with_resources(resources)
-        self._validator_cls = Draft202012Validator
-        self._format_checker = FormatChecker()
-        payloads = self.documents["run-event-payloads.schema.json"]
-        self.type_index: dict[str, str] = {
-            type_: ref["$ref"].rsplit("/", 1)[-1]
-            for type_, ref in payloads["$defs"]["_typeIndex"]["properties"].items()
-        }
-        """Event type -> ``$defs`` key of ``run-event-payloads.schema.json``."""
-
-    # -- validators ------------------------------------------------------------------------
-
-    def _ref(self, document: str, pointer: str = "") -> Any:
-        schema_id = self.documents[document]["$id"]
-        return self._validator_cls(
-            {"$ref": f"{schema_id}#{pointer}"},
-            registry=self.registry,
-            format_checker=self._format_checker,
-        )
-
-    @functools.cached_property
-    def envelope(self) -> Any:
-        """Validator of the v1 ``RunEventDoc`` envelope."""
-        return self._ref("run-event.schema.json")
-
-    def payload(self, event_type: str) -> Any | None:
-        """Validator of ``event_type``'s payload (``None`` when the type is not indexed)."""
-        key = self.type_index.get(event_type)
-        return None if key is None else self._payload(key)
-
-    @functools.cache  # noqa: B019 - one instance per schemas dir, cached for the session.
-    def _payload(self, key: str) -> Any:
-        return self._ref("run-event-payloads.schema.json", f"/$defs/{key}")
-
-    @functools.cached_property
-    def conversation_opened(self) -> Any:
-        """Validator of ``conversation.opened`` payloads (v2, with ``participants``)."""
-        return self._ref("v2/conversation-event.schema.json", "/$defs/ConversationOpenedPayload")
-
-    @functools.cached_property
-    def conversation_closed(self) -> Any:
-        """Validator of ``conversation.closed`` payloads (v2)."""
-        return self._ref("v2/conversation-event.schema.json", "/$defs/ConversationClosedPayload")
-
-    @functools.cached_property
-    def conversation_exchanged(self) -> Any:
-        """Validator of ``conversation.exchanged`` payloads (v1 RFC 0005 shape)."""
-        return self._ref("conversation-event.schema.json", "/$defs/ConversationExchangedPayload")
-
-    @functools.cached_property
-    def turn(self) -> Any:
-        """Validator of one conversation turn (v2, with the RFC 0101 ``speakerId`` rule)."""
-        return self._ref("v2/conversation-turn.schema.json")
-
-    # -- checks ----------------------------------------------------------------------------
+    def __init__(self, inner: OpenWopSchemas) -> None:
+        self.inner = inner
+        self.documents = inner.documents
+        self.registry = inner.registry
 
     def event_errors(self, event: Mapping[str, Any]) -> list[str]:
-        """Return every schema violation of ``event`` (empty when it is valid)."""
+        """Every schema violation of one event, as text (empty when valid)."""
         where = f"#{event.get('sequence')} {event.get('type')}"
-        errors = [f"{where}: envelope: {_describe(e)}" for e in self.envelope.iter_errors(event)]
-        type_ = event.get("type")
-        payload = event.get("payload")
-        checks: list[tuple[str, Any, Any]] = []
-        if isinstance(type_, str):
-            validator = self.payload(type_)
-            if validator is not None:
-                checks.append(("payload", validator, payload))
-        if isinstance(payload, dict):
-            if type_ == "conversation.opened":
-                checks.append(("conversation.opened", self.conversation_opened, payload))
-                checks.append(("initialTurn", self.turn, payload.get("initialTurn")))
-            elif type_ == "conversation.closed":
-                checks.append(("conversation.closed", self.conversation_closed, payload))
-                checks.append(("finalTurn", self.turn, payload.get("finalTurn")))
-            elif type_ == "conversation.exchanged":
-                checks.append(("conversation.exchanged", self.conversation_exchanged, payload))
-                checks.append(("turn", self.turn, payload.get("turn")))
-        for label, validator, instance in checks:
-            errors.extend(f"{where}: {label}: {_describe(e)}"
-                          for e in validator.iter_errors(instance))
-        return errors
+        return [f"{where}: {check}: {message}" for check, message in
+                self.inner.event_errors(event)]
 
     def check_events(self, events: Iterable[Mapping[str, Any]]) -> int:
-        """Assert every event is valid; return how many were checked.
-
-        Raises:
-            AssertionError: listing every violation of every event.
-        """
-        errors: list[str] = []
-        count = 0
-        for event in events:
-            errors.extend(self.event_errors(event))
-            count += 1
-        assert not errors, "events break the OpenWOP schemas:\n" + "\n".join(errors)
-        return count
+        """Assert the log passes ``wop check`` (schemas and rules); return its length."""
+        listed = list(events)
+        violations = check_events(listed, schemas=self.inner)
+        assert not violations, "events break OpenWOP:\n" + "\n".join(map(str, violations))
+        return len(listed)
 
 
-def _describe(error: Any) -> str:
-    where = "/".join(str(p) for p in error.absolute_path) or "<root>"
-    return f"{where}: {error.message}"
+def load_schemas() -> CheckedSchemas:
+    """Return the bundled schemas (loaded once per process)."""
+    return CheckedSchemas(bundled_schemas())
 
 
-@functools.cache
-def _load(root: str) -> OpenWopSchemas:
-    return OpenWopSchemas(Path(root))
-
-
-def load_schemas() -> OpenWopSchemas:
-    """Return the schemas (loaded once per session), or skip the calling test."""
-    import pytest
-
-    root = find_schemas_dir()
-    if root is None:
-        configured = os.environ.get(SCHEMAS_ENV)
-        where = (f"${SCHEMAS_ENV}={configured!r} holds no {_MARKER}" if configured
-                 else "no shared/openwop/schemas above " + str(Path(__file__).resolve().parent))
-        pytest.skip(
-            f"OpenWOP schemas not found ({where}): set ${SCHEMAS_ENV} to the directory "
-            f"holding {_MARKER}, or put shared/openwop/schemas beside the checkout"
-        )
-    return _load(str(root))
-
-
-def maybe_schemas() -> OpenWopSchemas | None:
-    """Return the schemas when available, else ``None`` (for optional extra checks)."""
-    root = find_schemas_dir()
-    return None if root is None else _load(str(root))
+def maybe_schemas() -> CheckedSchemas:
+    """Kept for callers of the old optional loader: the bundled schemas are always there."""
+    return load_schemas()

@@ -16,7 +16,6 @@ from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
 from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.transcript import render_transcript
-from wopdsl.protocol.conversation import parse_resume
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
 from wopdsl.store import EventStore, open_store, require_run
@@ -207,17 +206,26 @@ class Run:
     async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
                     mentions: list[str] | None = None, operation: str = "exchange",
                     outcome: Any = None, resume: dict[str, Any] | None = None) -> str | None:
-        """Post as the human member; ``@member`` in ``text`` becomes a mention.
+        """Post as a human member, or submit an external member's turn.
+
+        ``@member`` in ``text`` becomes a mention. Every way in is checked the same at the
+        door (RFC 0101 roster, role, room, mentions, size); a refused turn appends nothing
+        and the run keeps waiting.
 
         Args:
             text: The message text.
-            room: The room (default: the human's only open room).
-            as_: The human member (default: the one whose turn is requested, or the only one).
+            room: The room (default: the payload's ``groupId``, else the member's only open
+                room).
+            as_: The member: a ``human`` one (its turns are ``role: "user"``) or an
+                ``external`` one (``role: "agent"`` with its ``speakerId``). Default: the
+                payload's ``speakerId``, else the one member whose turn is awaited, else the
+                only human member.
             mentions: Explicit mentions (default: the ``@member`` words of ``text``).
             operation: ``exchange`` (post) or ``close`` (end the room's conversation).
             outcome: For ``close``: the conversation's outcome.
             resume: An RFC 0005 §E payload ``{operation, turn, outcome?}`` or bare turn fields
-                (``{"content": {"text": ..., "mentions": [...]}}``); overrides the above.
+                (``{"role": "agent", "speakerId": "host:a", "content": {"text": ...}}``);
+                overrides the above. A ``close`` keeps its ``turn`` as the closing turn.
 
         Returns:
             The saved message id (``None`` for ``close``).
@@ -228,14 +236,22 @@ class Run:
         if self._started is not None and not self._started.is_set():
             # Right after council.start(): let the opening events land before posting.
             await self._started.wait()
-        if resume is not None:
-            text, mentions, operation, outcome = _from_resume(resume, text, mentions)
-        member = as_ or self._default_human()
-        target = room or self._default_room(member)
+        if mentions is not None and not isinstance(mentions, list | tuple):
+            raise ValidationError(f"mentions must be a list of member ids (got "
+                                  f"{type(mentions).__name__})", hint='e.g. mentions=["writer"]')
+        member = as_
+        target = room
+        if resume is None:
+            member = member or self._default_human()
+            target = target or self._default_room(member)
+        else:
+            member = member or _speaker_of(resume) or self._default_human(required=False)
+            if target is None and _group_of(resume) is None and member is not None:
+                target = self._default_room(member)
         entry = HumanInput(member=member, room=target, text=text,
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
-                           operation=operation, outcome=outcome)
+                           operation=operation, outcome=outcome, resume=resume)
         engine = self._require_engine()
         # Drive on here only if this handle drove the run, or nobody does (it was waiting):
         # a run executing in another process keeps its own driver.
@@ -261,6 +277,8 @@ class Run:
         Unlike :meth:`cancel`, the run does not end: a turn cut off here runs again as
         ``attempt + 1`` on ``wop resume`` (or ``await run.resume()``). UIs call this on quit.
         """
+        if self._engine is not None:
+            self._engine.disarm()
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
@@ -305,16 +323,23 @@ class Run:
             self._engine = engine_for(graph, self.store, self.run_id)
         return self._engine
 
-    def _default_human(self) -> str:
+    @overload
+    def _default_human(self) -> str: ...
+    @overload
+    def _default_human(self, *, required: bool) -> str | None: ...
+    def _default_human(self, *, required: bool = True) -> str | None:
         humans = [m.id for m in self.state.members.values() if m.human]
         waiting = self.state.waiting_for
         if len(waiting) == 1:
             return waiting[0]
         if len(humans) == 1:
             return humans[0]
+        if not required:
+            return None
         if not humans:
             raise ValidationError("this council has no human member to post as",
-                                  hint="declare a member with engine = \"human\"")
+                                  hint="declare a member with engine = \"human\", or pass "
+                                       "as_='<external member>'")
         raise ValidationError(f"several human members ({', '.join(humans)}); say which",
                               hint="pass as_='<member>' (CLI: --as MEMBER)")
 
@@ -381,24 +406,17 @@ class Run:
         return f"Run({self.run_id!r}, status={self.status!r})"
 
 
-def _from_resume(
-    resume: dict[str, Any], text: str, mentions: list[str] | None
-) -> tuple[str, list[str] | None, str, Any]:
-    from pydantic import ValidationError as PydanticValidationError
+def _speaker_of(resume: Any) -> str | None:
+    """The member a resume payload's ``speakerId`` names (``host:<member>``), if any."""
+    turn = resume.get("turn") if isinstance(resume, dict) and "operation" in resume else resume
+    speaker = turn.get("speakerId") if isinstance(turn, dict) else None
+    return speaker[5:] if isinstance(speaker, str) and speaker.startswith("host:") else None
 
-    try:
-        payload = parse_resume(resume)
-    except PydanticValidationError as exc:
-        raise ValidationError(f"invalid resume payload: {exc.errors()[0]['msg']}",
-                              hint="send {operation: 'exchange'|'close', turn, outcome?} "
-                                   "or bare turn fields") from None
-    content: Any = (payload.turn or {}).get("content", text)
-    if isinstance(content, dict):
-        text = str(content.get("text", text))
-        mentions = content.get("mentions", mentions)
-    elif isinstance(content, str):
-        text = content
-    return text, mentions, payload.operation, payload.outcome
+
+def _group_of(resume: Any) -> str | None:
+    turn = resume.get("turn") if isinstance(resume, dict) and "operation" in resume else resume
+    group = turn.get("groupId") if isinstance(turn, dict) else None
+    return group if isinstance(group, str) else None
 
 
 _T = TypeVar("_T")

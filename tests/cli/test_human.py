@@ -36,7 +36,8 @@ def test_reply_continues_the_run_to_completion(wop: Wop, tmp_path: Path,
     assert "completed: run h2 (" in done.stdout
     events = stored_events(tmp_path / DB, "h2")
     turn = next(e["payload"]["turn"] for e in events if e["type"] == "conversation.exchanged"
-                and e["payload"]["turn"]["from"] == "me")
+                and e["payload"]["turn"]["speakerId"] == "host:me")
+    assert turn["from"] == "user"
     assert turn["role"] == "user" and turn["content"]["mentions"] == ["namer"]
     assert events[-1]["type"] == "run.completed"
 

@@ -182,8 +182,8 @@ async def test_roster_and_speaker_ids(schemas, store):
                                                     "name": "assistant"}]
     for event in by_type(events, "conversation.exchanged"):
         turn = event["payload"]["turn"]
-        if turn["from"] == "me":
-            assert turn["role"] == "user" and "speakerId" not in turn
+        if turn["role"] == "user":
+            assert turn["from"] == "user" and turn["speakerId"] == "host:me"
         else:
             assert turn["role"] == "agent" and turn["speakerId"] == f"host:{turn['from']}"
 
@@ -222,7 +222,9 @@ async def test_oversize_roster_refused_and_fixture_council_runs(schemas, store):
     opened = by_type(run.events, "conversation.opened")[0]["payload"]
     assert [p["agentId"] for p in opened["participants"]] == [
         "host:conformance-council-a", "host:conformance-council-b", "host:conformance-council-c"]
-    await run.reply("Q3 or Q4? @conformance-council-a @conformance-council-c")
+    for member in ("conformance-council-a", "conformance-council-b", "conformance-council-c"):
+        await run.reply(resume={"operation": "exchange", "turn": {
+            "role": "agent", "speakerId": f"host:{member}", "content": {"text": "Q4"}}})
     assert await run.wait() == "completed"
     schemas.check_events(run.events)
 
@@ -236,7 +238,8 @@ def test_cli_refusal_is_a_clear_message(tmp_path):
     run_id = json.loads(run.stdout)["runId"]
     refused = subprocess.run(
         [sys.executable, "-m", "wopdsl", "--store", str(db), "reply", run_id, "--room", "convo",
-         "hi @nobody"], capture_output=True, text=True, cwd=tmp_path)
+         "--as", "conformance-council-a", "hi @nobody"], capture_output=True, text=True,
+        cwd=tmp_path)
     assert refused.returncode == 2
     assert "error[validation_error]" in refused.stderr + refused.stdout
     assert "Traceback" not in refused.stderr
@@ -266,8 +269,9 @@ async def test_resume_payloads_exchange_bare_and_close(store):
     await run2.wait()
     assert any(m.text == "bare @assistant" for m in run2.messages)
     assert parse_resume({"content": "x"}).operation == "exchange"
-    with pytest.raises(wopdsl.ValidationError, match="resume payload"):
-        await run2.reply(room="desk", resume={"operation": "shout"})
+    run3 = await desk().arun(store=store)
+    with pytest.raises(wopdsl.ValidationError, match="operation must be 'exchange' or 'close'"):
+        await run3.reply(room="desk", resume={"operation": "shout"})
 
 
 # -- turn schemas ------------------------------------------------------------------------

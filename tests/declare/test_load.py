@@ -209,7 +209,7 @@ def test_wrong_engine_name() -> None:
         12,
         1,
         "members[0] (writer).engine",
-        "must be one of 'python', 'script' or 'human', got \"llm\"",
+        "must be one of 'python', 'script', 'human' or 'external', got \"llm\"",
     )
 
 

@@ -91,7 +91,8 @@ async def test_replay_fork_never_reasks_a_human(store):
     council = wopdsl.load(ROOT / "councils" / "conformance-multi-party-council.toml")
     source = await council.arun(store=store, deterministic=True)
     assert source.status == "waiting-input"
-    await source.reply("Q3 or Q4? @conformance-council-a @conformance-council-b")
+    for member in ("conformance-council-a", "conformance-council-b", "conformance-council-c"):
+        await source.reply(f"{member} says Q4", as_=member)
     assert await source.wait() == "completed"
     opened = max(e["sequence"] for e in source.events if e["type"] == "conversation.opened")
     new_id = fork(store, source.run_id, opened, mode="replay")

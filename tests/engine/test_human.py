@@ -38,7 +38,11 @@ async def test_a_requested_human_turn_waits_for_input_then_a_reply_continues(
     assert run.waiting_for == ["me"]
     assert run.result is None and run.error is None
     assert calls.order == ["writer"]
-    assert run.events[-1]["type"] == "conversation.exchanged"
+    assert [e["type"] for e in run.events[-2:]] == ["conversation.exchanged",
+                                                     "interrupt.requested"]
+    asked = run.events[-1]["payload"]
+    assert asked["kind"] == "conversation.exchange"
+    assert asked["key"] == f"{run.run_id}:room:desk:exchange:me:1"
 
     message_id = await run.reply("Version 2 @writer", room="desk")
     status = await run.wait()

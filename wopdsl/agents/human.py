@@ -1,4 +1,9 @@
-"""The ``human`` member engine: turns come from a person, through ``Run.reply``."""
+"""The ``human`` and ``external`` member engines: turns submitted from outside the engine.
+
+A person (``human``) or an agent outside the process (``external``: an HTTP client, an A2A
+peer) submits the member's turns through ``Run.reply`` / ``wop reply``; the engine never
+dispatches them, it waits for them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from wopdsl.agents.base import MemberAgent
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Turn
 
-__all__ = ["HumanAgent"]
+__all__ = ["ExternalAgent", "HumanAgent"]
 
 
 class HumanAgent(MemberAgent):
@@ -19,3 +24,14 @@ class HumanAgent(MemberAgent):
     async def take_turn(self, turn: Turn) -> object:
         """Refuse: a human's turn is posted with ``Run.reply`` / ``wop reply``."""
         raise TurnError("validation_error", f"{turn.member} is a human member; use reply()")
+
+
+class ExternalAgent(MemberAgent):
+    """A placeholder: an outside agent submits this member's turns (``role: "agent"``)."""
+
+    kind: ClassVar[str] = "external"
+
+    async def take_turn(self, turn: Turn) -> object:
+        """Refuse: an external member's turn is submitted with ``Run.reply(as_=...)``."""
+        raise TurnError("validation_error", f"{turn.member} is an external member; its turns "
+                        "are submitted with reply(as_=...)")

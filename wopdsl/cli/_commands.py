@@ -10,6 +10,7 @@ from typing import Any
 
 from wopdsl import CouncilState, RunNotFound, __version__
 from wopdsl.cli._output import (
+    EXIT_FAILED,
     EXIT_INVALID,
     EXIT_OK,
     CommandError,
@@ -34,6 +35,7 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     """``wop validate FILE``: load and compile; print a summary."""
     council = load_council(args.file)
     graph = council.compile()
+    graph.check_rosters(args.max_participants)
     spec = graph.spec
     settings = spec.council
     out = ctx.out
@@ -172,6 +174,33 @@ def cmd_schema(ctx: Context, args: argparse.Namespace) -> int:
     """``wop schema``: the JSON Schema of the council file format."""
     print_json(council_json_schema(), ctx.out)
     return EXIT_OK
+
+
+def cmd_check(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop check RUN``: validate a stored run against the bundled OpenWOP schemas and rules."""
+    store = ctx.require_run(args.run)
+    events = store.read(args.run)
+    try:
+        from wopdsl.protocol.check import check_events
+    except ModuleNotFoundError as exc:  # pragma: no cover - jsonschema is a dependency.
+        raise CommandError("CHECK_UNAVAILABLE", f"wop check needs {exc.name}",
+                           hint="pip install 'wopdsl[conformance]'") from None
+    violations = check_events(events)
+    if args.json:
+        print_json({"runId": args.run, "events": len(events), "valid": not violations,
+                    "violations": [{"sequence": v.sequence, "type": v.type, "check": v.check,
+                                    "message": v.message} for v in violations]}, ctx.out)
+    elif not violations:
+        print(f"ok: run {args.run}: {len(events)} events valid (OpenWOP v1 schemas, "
+              "RFC 0005/0101 conversation rules)", file=ctx.out, flush=True)
+    else:
+        shown = violations[: args.max]
+        print(f"error[EVENT_INVALID]: run {args.run} breaks {len(violations)} rule(s); "
+              f"the first {len(shown)}:", file=ctx.out)
+        for violation in shown:
+            print(f"  {violation}", file=ctx.out)
+        ctx.out.flush()
+    return EXIT_FAILED if violations else EXIT_OK
 
 
 def cmd_capabilities(ctx: Context, args: argparse.Namespace) -> int:

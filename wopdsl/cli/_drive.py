@@ -27,6 +27,7 @@ from wopdsl.cli._targets import (
     council_of_run,
     load_council,
 )
+from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.state import TERMINAL
 
 T = TypeVar("T")
@@ -215,13 +216,28 @@ def _resume_payload(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _json_arg(raw: str | None, flag: str) -> Any:
+    """Parse a JSON argument strictly: no NaN/Infinity, no nesting past the intake limit."""
     if raw is None:
         return None
+
+    def refuse_constant(name: str) -> Any:
+        raise ValidationError(f"{flag} holds {name}, which is not JSON",
+                              hint="use a number, a string or null")
+
     try:
-        return json.loads(raw)
+        value = json.loads(raw, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         raise ValidationError(f"{flag} is not valid JSON: {exc}",
                               hint="quote the JSON for your shell") from None
+    except RecursionError:
+        value = None
+        depth = MAX_DEPTH + 1
+    else:
+        depth = json_depth(value)
+    if depth > MAX_DEPTH:
+        raise ValidationError(f"{flag} nests deeper than {MAX_DEPTH} levels",
+                              hint="send a flatter JSON value")
+    return value
 
 
 def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from wopdsl import (
 from wopdsl.errors import CODES
 from wopdsl.projections import escape, format_line
 from wopdsl.protocol import RunEventDoc
+from wopdsl.protocol.payloads import posted_turn, turn_sender
 
 EXIT_OK: Final = 0
 """Completed (or a command that succeeded)."""
@@ -82,12 +83,14 @@ def terminal_safe(text: str) -> str:
 
 def message_line(event: RunEventDoc) -> str:
     """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``."""
-    turn = event["payload"]["turn"]
+    turn = posted_turn(event) or event["payload"]["turn"]
     content = turn.get("content") or {}
+    if not isinstance(content, dict):
+        content = {"text": content}
     room = turn.get("groupId") or event.get("nodeId", "room:")[5:]
     mentions = [terminal_safe(str(m)) for m in content.get("mentions", [])]
     return f"[{terminal_safe(room)}] " + format_line(
-        terminal_safe(turn["from"]), terminal_safe(turn["messageId"]), mentions,
+        terminal_safe(turn_sender(turn)), terminal_safe(turn["messageId"]), mentions,
         terminal_safe(str(content.get("text", ""))), indent="    ")
 
 
@@ -109,7 +112,7 @@ class LivePrinter:
         if event["sequence"] <= self.last_sequence:
             return
         self.last_sequence = event["sequence"]
-        if self.quiet or event["type"] != "conversation.exchanged":
+        if self.quiet or posted_turn(event) is None:
             return
         print(message_line(event), file=self.out, flush=True)
         self.printed += 1

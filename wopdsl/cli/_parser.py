@@ -36,6 +36,16 @@ def _participants(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (got {text!r})")
+    return value
+
+
 def _sequence(text: str) -> int:
     try:
         value = int(text)
@@ -78,13 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd = add("validate", _commands.cmd_validate, "load and compile a council; print a summary")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
+    _max_participants(cmd)
 
     cmd = add("run", _drive.cmd_run, "run a council, printing its transcript live")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
     cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
-    cmd.add_argument("--max-participants", type=_participants, metavar="N",
-                     default=DEFAULT_MAX_PARTICIPANTS,
-                     help=f"most agent participants per room (default {DEFAULT_MAX_PARTICIPANTS})")
+    _max_participants(cmd)
     _json_flag(cmd)
 
     cmd = add("resume", _drive.cmd_resume, "continue an interrupted or waiting run")
@@ -136,8 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("schema", _commands.cmd_schema, "the JSON Schema of the council file format")
 
     cmd = add("capabilities", _commands.cmd_capabilities, "the host's discovery document")
-    cmd.add_argument("--max-participants", type=_participants, metavar="N",
-                     default=DEFAULT_MAX_PARTICIPANTS)
+    _max_participants(cmd)
+
+    cmd = add("check", _commands.cmd_check, "validate a stored run against the bundled "
+              "OpenWOP schemas and the log rules (exit 1 when it breaks one)")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("--max", type=_positive, default=20, metavar="N",
+                     help="print at most N violations (default 20)")
+    _json_flag(cmd, "print {runId, events, valid, violations} as JSON")
 
     cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
@@ -153,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="council file or MODULE:ATTR that re-binds python handlers")
     _json_flag(cmd)
     return parser
+
+
+def _max_participants(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--max-participants", type=_participants, metavar="N",
+                     default=DEFAULT_MAX_PARTICIPANTS,
+                     help="the host's multiPartyConversation.maxParticipants: most agent "
+                          f"participants per room (default {DEFAULT_MAX_PARTICIPANTS})")
 
 
 def _json_flag(cmd: argparse.ArgumentParser,

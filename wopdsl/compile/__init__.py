@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wopdsl.agents.base import MemberAgent
-from wopdsl.agents.human import HumanAgent
+from wopdsl.agents.human import ExternalAgent, HumanAgent
 from wopdsl.agents.python import Handler, PythonAgent
 from wopdsl.agents.script import ScriptAgent
 from wopdsl.agents.templates import TemplateProblem, compile_template
@@ -155,6 +155,8 @@ def _agent(
 ) -> MemberAgent | None:
     if member.engine == "human":
         return HumanAgent()
+    if member.engine == "external":
+        return ExternalAgent()
     if member.engine == "script":
         try:
             return ScriptAgent(member.script or [])

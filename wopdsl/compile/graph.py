@@ -9,6 +9,7 @@ from typing import Any
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.templates import Renderer
+from wopdsl.errors import ValidationError
 from wopdsl.model.spec import CouncilSpec, MemberSpec
 
 __all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph"]
@@ -65,6 +66,16 @@ class CompiledMember:
         """Whether a person produces this member's turns."""
         return self.spec.engine == "human"
 
+    @property
+    def external(self) -> bool:
+        """Whether an agent outside the process submits this member's turns (DESIGN.md §6)."""
+        return self.spec.engine == "external"
+
+    @property
+    def awaited(self) -> bool:
+        """Whether the run waits for this member's turns to be submitted (human, external)."""
+        return self.spec.engine in ("human", "external")
+
 
 @dataclass(frozen=True, slots=True)
 class CouncilGraph:
@@ -90,6 +101,25 @@ class CouncilGraph:
     def id(self) -> str:
         """The council id."""
         return self.spec.council.id
+
+    def participants(self, room_id: str) -> list[str]:
+        """Return the room's RFC 0101 roster: its agent (non-human) members, in room order."""
+        return [m for m in self.rooms[room_id].members if not self.members[m].human]
+
+    def check_rosters(self, max_participants: int) -> None:
+        """Refuse a room with more agent participants than the host allows (RFC 0101).
+
+        Raises:
+            ValidationError: a room's roster exceeds ``max_participants``.
+        """
+        for room_id in self.rooms:
+            count = len(self.participants(room_id))
+            if count > max_participants:
+                raise ValidationError(
+                    f"room '{room_id}' has {count} participants; this host allows at most "
+                    f"{max_participants} (multiPartyConversation.maxParticipants)",
+                    hint="split the room, or raise --max-participants",
+                )
 
     def unbound(self) -> list[str]:
         """Return the python members that have no handler bound."""

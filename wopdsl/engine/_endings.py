@@ -1,18 +1,22 @@
-"""Private: how a run ends — completed, failed, timed out — and the checks before it starts.
+"""Private: how a run ends or continues — completed, failed, timed out, resumed — and checks.
 
 :class:`Endings` writes a run's closing events (each room's conversation closed, then
-``run.completed`` or ``run.failed``), keeps the council deadline (RFC 0005 §I) and checks
+``run.completed`` or ``run.failed``), marks a run continued after a crash or a fork
+(``run.resumed``), keeps the council deadline (RFC 0005 §I, with a timer that fires it in a
+process holding a waiting run) and checks
 rosters and handlers before a run starts or resumes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from typing import Any
 
 from wopdsl._ids import SystemClock
 from wopdsl.engine._writer import EventWriter
-from wopdsl.errors import DeclarationError, ValidationError
+from wopdsl.errors import DeclarationError, StoreConflict
 
 __all__ = ["Endings"]
 
@@ -24,6 +28,12 @@ class Endings(EventWriter):
     """The host's roster limit per room (RFC 0101)."""
     _deadline: float | None
     """``time.monotonic()`` at which the council times out, once armed."""
+    _expiry: asyncio.TimerHandle | None
+    """Fires the council deadline of a waiting run this process holds (RFC 0005 §I)."""
+    _expiring: asyncio.Task[bool] | None
+
+    def _between(self) -> contextlib.AbstractAsyncContextManager[None]:
+        raise NotImplementedError  # The engine's lock (Engine._between).
 
     def before_complete(self) -> None:
         """Called before the closing events of a completed run are emitted."""
@@ -59,6 +69,26 @@ class Endings(EventWriter):
         self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None,
                    closing_text=text)
 
+    def _resumed(self) -> None:
+        """Mark a run continued after a crash or a fork: ``run.resumed`` (DESIGN.md §7).
+
+        Its in-flight turns are then retried (``node.retried`` before each new
+        ``node.started``, in :meth:`_next_batch`); a fork's gates closed at the cut end first.
+        """
+        state = self.state
+        if state.terminal or state.last_sequence < 0:
+            return
+        origin = state.metadata.get("forkedFrom") or {}
+        fork_start = origin.get("atSequence") == state.last_sequence
+        if not state.inflight and not fork_start:
+            return
+        payload: dict[str, Any] = {"reason": "fork" if fork_start else "crash-recovery"}
+        if state.inflight:
+            payload["retrying"] = sorted(state.inflight)
+        self._emit("run.resumed", payload)
+        self._finish_gates()
+        self._flush()
+
     # -- the deadline (RFC 0005 §I) --------------------------------------------------------
 
     def _arm_deadline(self) -> None:
@@ -70,6 +100,53 @@ class Endings(EventWriter):
             elapsed = (self.clock.now_ms() - self.state.started_ms) / 1000
         self._deadline = time.monotonic() + timeout / 1000 - elapsed
 
+    def _schedule_expiry(self) -> None:
+        """Arm a timer that applies the council deadline to a run left waiting for input.
+
+        A process that holds a waiting run (a notebook's ``Run``, the TUI) times it out on
+        time; with no such process, the next one to act on the run applies it first.
+        """
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        remaining = self._remaining()
+        if remaining is None or self.state.terminal:
+            return
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._expiry = None
+            self._expiring = loop.create_task(self.expire())
+
+        self._expiry = loop.call_later(remaining, fire)
+
+    def disarm(self) -> None:
+        """Stop holding the run's deadline here (the next process to act applies it)."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    async def expire(self) -> bool:
+        """Apply the council deadline now if it has passed; return whether it did.
+
+        Nothing happens when the run ended meanwhile or another driver executes it (that
+        driver applies the deadline itself).
+        """
+        async with self._between():
+            self._catch_up()
+            self._arm_deadline()
+            if self.state.terminal or not self._deadline_passed():
+                return False
+            try:
+                with self.store.claim(self.run_id):
+                    self._catch_up()
+                    if self.state.terminal:
+                        return False
+                    self._time_out()
+            except StoreConflict:
+                return False
+            return True
+
     def _remaining(self) -> float | None:
         return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
 
@@ -79,14 +156,7 @@ class Endings(EventWriter):
     # -- checks ----------------------------------------------------------------------------
 
     def _check_rosters(self) -> None:
-        for room in self.graph.rooms.values():
-            count = len(self._roster(room.id))
-            if count > self.max_participants:
-                raise ValidationError(
-                    f"room '{room.id}' has {count} participants; this host allows at most "
-                    f"{self.max_participants} (multiPartyConversation.maxParticipants)",
-                    hint="split the room, or raise --max-participants",
-                )
+        self.graph.check_rosters(self.max_participants)
 
     def _require_handlers(self) -> None:
         unbound = self.graph.unbound()

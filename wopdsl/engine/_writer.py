@@ -133,7 +133,7 @@ class EventWriter:
             "reason": "conversation-input"}, node_id=node)
         participants = [
             {"agentId": p.agent_ref(m), "name": self.graph.members[m].spec.role}
-            for m in room.members if not self.graph.members[m].human
+            for m in self.graph.participants(room_id)
         ]
         initial = p.system_turn(cid, 0, self.graph.spec.task, self._ms(), room_id)
         self._emit("conversation.opened",
@@ -141,13 +141,14 @@ class EventWriter:
                    node_id=node, causation=suspended["eventId"])
 
     def _exchange(self, room_id: str, mid: str, sender: str, text: str, mentions: list[str],
-                  *, human: bool) -> None:
+                  *, human: bool, ts: int | None = None) -> None:
         room = self.state.rooms[room_id]
         if room.closed:
             raise ValidationError(f"conversation of room '{room_id}' is closed",
                                   hint="no turn may follow conversation.closed")
         turn = p.post_turn(mid, sender, human=human, text=text, mentions=mentions,
-                           ts=self._ms(), index=room.turn_index + 1, room_id=room_id)
+                           ts=self._ms() if ts is None else ts, index=room.turn_index + 1,
+                           room_id=room_id)
         if not human and turn.get("speakerId") not in self._roster(room_id):
             # Fail closed (RFC 0101 §Security): never append an unattributed agent turn.
             raise ValidationError(f"speaker {sender} is not a participant of room '{room_id}'")
@@ -157,28 +158,51 @@ class EventWriter:
     def _roster(self, room_id: str) -> frozenset[str]:
         roster = self._rosters.get(room_id)
         if roster is None:  # The graph never changes: build each room's roster once.
-            room = self.graph.rooms[room_id]
-            roster = frozenset(p.agent_ref(m) for m in room.members
-                               if not self.graph.members[m].human)
+            roster = frozenset(p.agent_ref(m) for m in self.graph.participants(room_id))
             self._rosters[room_id] = roster
         return roster
 
-    def _close_room(self, room_id: str, outcome: Any, text: str) -> None:
+    def _close_room(self, room_id: str, outcome: Any, text: str,
+                    final: dict[str, Any] | None = None) -> None:
+        """Close a room's conversation, then resume and end its gate node.
+
+        ``final`` is the closing turn a ``close`` carried (else a ``system`` turn says
+        ``text``). A room closed earlier whose gate never ended (a fork cut between
+        ``conversation.closed`` and the gate's ``node.completed``) gets its gate finished.
+        """
         room = self.state.rooms[room_id]
-        if room.closed or not room.opened:
+        if not room.opened:
+            return
+        if room.closed:
+            self._finish_gate(room_id, outcome)
             return
         node = p.room_node_id(room_id)
-        final = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
-                              room_id)
-        closed = self._emit("conversation.closed",
-                            p.conversation_closed(room.conversation_id, final, outcome),
-                            node_id=node, causation=room.last_event_id)
-        self._emit("node.resumed", {"nodeId": node, "interruptId": f"{room.conversation_id}:start",
-                                    "resumeValue": {"operation": "close", "outcome": outcome}},
-                   node_id=node, causation=closed["eventId"])
-        self._emit("node.completed", {"nodeId": node, "outputs": {
-            "conversationId": room.conversation_id, "messages": len(room.messages)}},
-            node_id=node)
+        if final is None:
+            final = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
+                                  room_id)
+        self._emit("conversation.closed",
+                   p.conversation_closed(room.conversation_id, final, outcome),
+                   node_id=node, causation=room.last_event_id)
+        self._finish_gate(room_id, outcome)
+
+    def _finish_gate(self, room_id: str, outcome: Any) -> None:
+        room = self.state.rooms[room_id]
+        node = p.room_node_id(room_id)
+        if not room.gate_resumed:
+            self._emit("node.resumed", {
+                "nodeId": node, "interruptId": f"{room.conversation_id}:start",
+                "resumeValue": {"operation": "close", "outcome": outcome}},
+                node_id=node, causation=room.last_event_id)
+        if not room.gate_done:
+            self._emit("node.completed", {"nodeId": node, "outputs": {
+                "conversationId": room.conversation_id, "messages": len(room.messages)}},
+                node_id=node)
+
+    def _finish_gates(self) -> None:
+        """End the gate of every closed room whose gate is still open (see _close_room)."""
+        for room_id, room in self.state.rooms.items():
+            if room.closed and not room.gate_done:
+                self._finish_gate(room_id, None)
 
     def _close_all(self, outcome: Any, text: str) -> None:
         for room_id in self.state.rooms:

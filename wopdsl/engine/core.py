@@ -14,13 +14,16 @@ from wopdsl.engine._endings import Endings
 from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result
 from wopdsl.engine.human import HumanDoor, HumanInput
-from wopdsl.errors import StoreConflict, TurnError
+from wopdsl.errors import RunBusy, StoreConflict, TurnError
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 from wopdsl.state import Inflight, RunStatus
 from wopdsl.store.base import EventStore
 
 __all__ = ["Engine", "HumanInput"]
+
+_POST_ATTEMPTS: Final = 200
+"""How often a submitted turn that lost an append race is re-checked and appended again."""
 
 _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
@@ -66,6 +69,9 @@ class Engine(HumanDoor, Endings):
         """When the drive last yielded to the event loop before an inline turn."""
         self._driver: asyncio.Task[Any] | None = None
         """The task running :meth:`drive`, once it has started."""
+        self._expiry: asyncio.TimerHandle | None = None
+        """Fires the council deadline of a waiting run this process holds (RFC 0005 §I)."""
+        self._expiring: asyncio.Task[bool] | None = None
 
     # -- public operations -----------------------------------------------------------------
 
@@ -82,7 +88,7 @@ class Engine(HumanDoor, Endings):
             StoreConflict: the run id is already taken.
         """
         async with self._between():
-            self._check_rosters()
+            self.graph.check_rosters(self.max_participants)
             if self.state.last_sequence >= 0:
                 raise StoreConflict(f"run {self.run_id} already exists",
                                     hint="choose another --run-id, or resume that run")
@@ -117,7 +123,9 @@ class Engine(HumanDoor, Endings):
         with self.store.claim(self.run_id):
             async with self._lock:
                 self._catch_up()  # What a driver that just let go appended.
+                self._resumed()
             await self._drive_batches()
+        self._schedule_expiry()
         return self.state.status
 
     async def _drive_batches(self) -> None:
@@ -150,17 +158,33 @@ class Engine(HumanDoor, Endings):
                         batch = await self._run_batch(batch)
 
     async def post(self, entry: HumanInput) -> str | None:
-        """Save a human's input (between batches); return the new message id, if any.
+        """Save a turn submitted from outside (between batches); return its message id.
+
+        A human's post or an external member's turn: checked completely at the door
+        (roster, role, room, mentions, size, the room's turn schema) before anything is
+        appended. A post that loses an append race to another process (``STORE_CONFLICT``)
+        is checked again on top of the new log and appended again, transparently.
+        An expired council deadline is applied first (RFC 0005 §I).
 
         Raises:
             ValidationError: the input breaks a rule; nothing was appended.
         """
         async with self._between():
-            self._catch_up()
-            self._arm_deadline()
-            if self._deadline_passed() and not self.state.terminal:
-                self._time_out()
-            return self.apply_human(entry)
+            for attempt in range(_POST_ATTEMPTS):
+                self._catch_up()
+                self._arm_deadline()
+                try:
+                    if self._deadline_passed() and not self.state.terminal:
+                        self._time_out()
+                    return self.apply_human(entry)
+                except RunBusy:
+                    raise
+                except StoreConflict:
+                    if attempt + 1 == _POST_ATTEMPTS:
+                        raise
+                    # Another writer appended first: the state was re-folded; try again.
+                    await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
+        return None  # pragma: no cover - the loop returns or raises.
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
@@ -208,9 +232,12 @@ class Engine(HumanDoor, Endings):
         """
         state = self.state
         if state.inflight:
-            # Resume: a turn that started but never completed runs again as attempt + 1.
+            # Resume: a turn that started but never completed runs again as attempt + 1,
+            # its unfinished attempt closed by node.retried first (never started twice).
             batch = sorted(state.inflight.values(), key=lambda i: i.position)
             for inflight in batch:
+                self._emit("node.retried", p.node_retried(inflight.member, inflight.attempt + 1),
+                           node_id=inflight.member)
                 self._emit("node.started", p.member_started(
                     inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
                     position=inflight.position, triggers=inflight.triggers,
@@ -224,11 +251,14 @@ class Engine(HumanDoor, Endings):
                            f"{member_id} was requested again but has used all {member.cap} of "
                            "its turns (max_turns)", member_id)
                 return None
-        chosen = [m for m in state.queue if not state.members[m].human]
+        self._request_waits()
+        chosen = [m for m in state.queue if not state.members[m].awaited]
         chosen = chosen[: state.concurrency]
         if not chosen:
             if not state.queue:
                 self._complete()
+            elif flush:
+                self._flush()
             return None
         number = state.batch + 1
         for member_id in chosen:
@@ -341,29 +371,6 @@ class Engine(HumanDoor, Endings):
             self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
                        f"{error.message}", member, details={"nodeError": error.code})
         # The caller commits: the completions of one settled batch share one transaction.
-
-    def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
-        """After a conflict (state re-folded), whether this driver may carry on.
-
-        True when others appended only human posts since ``base`` and left ``batch`` in
-        flight (a human joined from another process, e.g. ``wop reply`` or the TUI).
-        """
-        if self.state.terminal:
-            return False
-        for inflight in batch:
-            now = self.state.inflight.get(inflight.member)
-            if now is None or (now.position, now.attempt) != (inflight.position,
-                                                              inflight.attempt):
-                return False  # another driver took the turn over
-        for event in self.store.read(self.run_id, base):
-            node = event.get("nodeId", "")
-            if event["type"] == "conversation.exchanged":
-                if event["payload"].get("turn", {}).get("role") != "user":
-                    return False
-            elif event["type"] not in {"node.started", "node.completed"} or not (
-                    node in self.graph.members and self.graph.members[node].human):
-                return False
-        return True
 
     async def _take_turn(self, inflight: Inflight) -> dict[str, Any] | TurnError:
         member = self.graph.members[inflight.member]

@@ -133,7 +133,7 @@ class ReplayEngine(Engine):
                 self._turns[position] = _SourceTurn(event["sequence"], event["eventId"],
                                                     event["type"], payload.get("outputs"))
                 member = self.graph.members.get(payload["nodeId"])
-                if member is not None and member.human and position >= self.state.next_position:
+                if member is not None and member.awaited and position >= self.state.next_position:
                     self._human.append(_human_input(payload))
         self._seen = {p for p in self._turns if p < self.state.next_position}
 

@@ -1,94 +1,124 @@
-"""The engine's door for people — a human's post or close, checked, then written.
+"""The engine's door for turns submitted from outside: people and external agents.
 
-:class:`HumanDoor` validates a human member's input against the council (membership, turn
-cap, room, mentions, turn schema) and appends it as the member's turn and the room's
-exchange (or the room's close); :class:`~wopdsl.engine.core.Engine` calls it between
+:class:`HumanDoor` checks a submitted turn completely (:func:`wopdsl.engine.intake.accept`:
+roster, role, speakerId, room, mentions, size, turn schema) and appends it as the member's
+turn and the room's exchange (or the room's close, keeping a closing turn). It also writes
+the waits: an ``interrupt.requested`` (``conversation.exchange``) for each awaited turn and
+``interrupt.resolved`` when it lands. :class:`~wopdsl.engine.core.Engine` calls it between
 batches, holding its lock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Final
-
 from wopdsl._ids import message_id
-from wopdsl.engine._results import post_problem
 from wopdsl.engine._writer import EventWriter
-from wopdsl.errors import ValidationError
+from wopdsl.engine.intake import Accepted, HumanInput, accept
 from wopdsl.protocol import payloads as p
+from wopdsl.state import Inflight
 
 __all__ = ["HumanDoor", "HumanInput"]
 
-_HUMAN_HINT: Final = "post as a human member, in one of its rooms, mentioning members of that room"
-
-
-@dataclass(frozen=True, slots=True)
-class HumanInput:
-    """A human's input to a room (RFC 0005 §E resume payload, already parsed)."""
-
-    member: str
-    """The human member posting."""
-    room: str
-    """The room."""
-    text: str = ""
-    """The message text (``exchange``)."""
-    mentions: tuple[str, ...] = ()
-    """Members the message requests a turn from."""
-    operation: str = "exchange"
-    """``exchange`` (post a turn) or ``close`` (end the room's conversation)."""
-    outcome: Any = None
-    """For ``close``: the conversation's outcome."""
-
 
 class HumanDoor(EventWriter):
-    """Checks and writes a human's input (the caller holds the engine's lock)."""
+    """Checks and writes a submitted turn (the caller holds the engine's lock)."""
 
     def apply_human(self, entry: HumanInput) -> str | None:
-        """Validate and append a human's input now (the caller holds the engine lock)."""
-        problem = self._human_problem(entry)
-        if problem:
-            raise ValidationError(problem, hint=_HUMAN_HINT)
-        if entry.operation == "close":
-            self._close_room(entry.room, entry.outcome, f"closed by {entry.member}")
+        """Check and append a submitted turn now (the caller holds the engine lock).
+
+        Raises:
+            ValidationError: refused; nothing was appended.
+        """
+        turn = accept(self.graph, self.state, entry)
+        self._resolve_wait(turn)
+        if turn.operation == "close":
+            final = None
+            if turn.has_turn:
+                room = self.state.rooms[turn.room]
+                final = p.post_turn(f"{room.conversation_id}:{room.turn_index + 1}:"
+                                    f"{turn.role}", turn.member, human=turn.role == "user",
+                                    text=turn.text, mentions=turn.mentions,
+                                    ts=self._ms() if turn.ts is None else turn.ts,
+                                    index=room.turn_index + 1, room_id=turn.room)
+            self._close_room(turn.room, turn.outcome, f"closed by {turn.member}", final)
+            self._request_waits()
             self._flush()
             return None
-        member = self.state.members[entry.member]
+        member = self.state.members[turn.member]
         position = self.state.next_position
-        triggers = list(self.state.queue.get(entry.member, []))
-        mentions = list(entry.mentions)
-        mid = message_id(entry.member, position, 0)
-        result = {"summary": entry.text,
-                  "posts": [{"roomId": entry.room, "text": entry.text, "mentions": mentions}]}
+        triggers = list(self.state.queue.get(turn.member, []))
+        mid = message_id(turn.member, position, 0)
+        result = {"summary": turn.text,
+                  "posts": [{"roomId": turn.room, "text": turn.text, "mentions": turn.mentions}]}
         self._emit("node.started", p.member_started(
-            entry.member, attempt=0, turn=member.turns + 1, position=position,
-            triggers=triggers), node_id=entry.member)
-        self._emit("node.completed", {"nodeId": entry.member, "outputs": result},
-                   node_id=entry.member)
-        self._exchange(entry.room, mid, entry.member, entry.text, mentions, human=True)
+            turn.member, attempt=0, turn=member.turns + 1, position=position,
+            triggers=triggers), node_id=turn.member)
+        self._emit("node.completed", {"nodeId": turn.member, "outputs": result},
+                   node_id=turn.member)
+        self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
+                       human=turn.role == "user", ts=turn.ts)
+        self._request_waits()
         self._flush()
         return mid
 
-    def _human_problem(self, entry: HumanInput) -> str | None:
+    def _resolve_wait(self, turn: Accepted) -> None:
+        """``interrupt.resolved`` for the member's open exchange interrupt, if any."""
+        pending = self.state.interrupts.get(turn.member)
+        if pending is not None:
+            key, room_id = pending
+            self._emit("interrupt.resolved",
+                       p.interrupt_resolved(p.room_node_id(room_id), key, turn.resume_value),
+                       node_id=p.room_node_id(room_id))
+
+    def _request_waits(self) -> None:
+        """``interrupt.requested`` (``conversation.exchange``) for each newly awaited turn.
+
+        A human or external member whose turn is requested (queued) and not asked for yet is
+        asked in the room of its latest trigger (its first open room for an initial turn).
+        """
         state = self.state
         if state.terminal:
-            return f"run {self.run_id} has ended ({state.terminal}); it takes no more input"
-        if state.last_sequence < 0:
-            return f"run {self.run_id} has not started"
-        member = self.graph.members.get(entry.member)
-        if member is None or not member.human:
-            humans = [m.id for m in self.graph.members.values() if m.human]
-            return (f"'{entry.member}' is not a human member of this council "
-                    f"(human members: {', '.join(humans) or 'none'})")
-        if entry.operation not in {"exchange", "close"}:
-            return f"unknown operation '{entry.operation}' (use 'exchange' or 'close')"
-        if entry.operation == "close":
-            room = self.graph.rooms.get(entry.room)
-            if room is None or entry.member not in room.member_set:
-                return f"{entry.member} is not a member of room '{entry.room}'"
-            if state.rooms[entry.room].closed:
-                return f"the conversation of room '{entry.room}' is already closed"
-            return None
-        if state.members[entry.member].turns >= member.cap:
-            return f"{entry.member} has used all {member.cap} of its turns (max_turns)"
-        return post_problem(self.graph, state, entry.member, entry.room, entry.text,
-                            list(entry.mentions))
+            return
+        for member_id, triggers in state.queue.items():
+            member = state.members[member_id]
+            if not member.awaited or member_id in state.interrupts:
+                continue
+            room_id = state.messages[triggers[-1]].room if triggers and \
+                triggers[-1] in state.messages else None
+            if room_id is None or state.rooms[room_id].closed:
+                room_id = next((r for r in member.rooms if not state.rooms[r].closed), None)
+            if room_id is None:
+                continue
+            room = state.rooms[room_id]
+            who = "a person" if member.human else "an external agent"
+            prompt = (f"{member_id} ({who}): turn {member.turns + 1} in room {room_id}"
+                      + (f", asked by {', '.join(triggers)}" if triggers else ""))
+            self._emit("interrupt.requested",
+                       p.interrupt_exchange(room.conversation_id, member_id, member.turns + 1,
+                                            prompt), node_id=p.room_node_id(room_id))
+
+    def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
+        """After a conflict (state re-folded), whether this driver may carry on.
+
+        True when others appended only human posts since ``base`` and left ``batch`` in
+        flight (a human joined from another process, e.g. ``wop reply`` or the TUI).
+        """
+        if self.state.terminal:
+            return False
+        for inflight in batch:
+            now = self.state.inflight.get(inflight.member)
+            if now is None or (now.position, now.attempt) != (inflight.position,
+                                                              inflight.attempt):
+                return False  # another driver took the turn over
+        for event in self.store.read(self.run_id, base):
+            node = event.get("nodeId", "")
+            if event["type"] == "conversation.exchanged":
+                speaker = str(event["payload"].get("turn", {}).get("speakerId", ""))[5:]
+                if speaker not in self.graph.members or \
+                        not self.graph.members[speaker].awaited:
+                    return False
+            elif event["type"] in {"interrupt.requested", "interrupt.resolved"}:
+                continue
+            elif event["type"] not in {"node.started", "node.completed"} or not (
+                    node in self.graph.members and self.graph.members[node].awaited):
+                return False
+        return True

@@ -44,7 +44,7 @@ Ident = Annotated[
 PositiveSafeInt = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INT)]
 """A positive safe integer: 1 ... 2**53 - 1."""
 
-EngineKind = Literal["python", "script", "human"]
+EngineKind = Literal["python", "script", "human", "external"]
 """Who produces a member's turns."""
 
 
@@ -171,7 +171,8 @@ class MemberSpec(_Frozen):
     initial_turn: StrictBool = True
     """Whether the member is queued at the start (false: it waits to be mentioned)."""
     engine: EngineKind = "python"
-    """Who produces the turns: ``python`` (a handler), ``script`` or ``human``."""
+    """Who produces the turns: ``python`` (a handler), ``script``, ``human`` (a person) or
+    ``external`` (an agent outside the process submits them, as ``role: "agent"`` turns)."""
     handler: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """For ``python``: ``module:function``, imported relative to the council file."""
     script: list[ScriptStep] | None = None

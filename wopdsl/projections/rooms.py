@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from wopdsl._ids import BIDI_CONTROLS
 from wopdsl.protocol.envelope import RunEventDoc
+from wopdsl.protocol.payloads import posted_turn, turn_sender
 
 __all__ = ["escape", "room_lines", "terminal_safe", "write_room_files"]
 
@@ -56,13 +57,12 @@ def room_lines(events: Iterable[RunEventDoc]) -> tuple[list[str], dict[str, list
             council = event["payload"].get("metadata", {}).get("council", {})
             rooms = [r["id"] for r in council.get("rooms", [])]
             lines = {r: [] for r in rooms}
-        elif event["type"] == "conversation.exchanged":
-            turn = event["payload"]["turn"]
+        elif (turn := posted_turn(event)) is not None:
             content = turn.get("content") or {}
             mentions = "".join(f" @{escape(m)}" for m in content.get("mentions", []))
             room = turn.get("groupId", "")
             lines.setdefault(room, []).append(
-                f"{escape(turn['from'])} {escape(turn['messageId'])}{mentions}: "
+                f"{escape(turn_sender(turn))} {escape(turn['messageId'])}{mentions}: "
                 f"{escape(str(content.get('text', '')))}"
             )
     return rooms, lines, revision

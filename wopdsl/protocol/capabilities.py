@@ -3,6 +3,8 @@
 The document advertises only what the embedded engine really does (OpenWOP capabilities
 §"Truthful advertisement"):
 
+- ``protocolVersions`` / ``preferredVersion``: the versions spoken (``["1.0"]``), which a
+  2.x client's discovery requires (versioning.md §1.1) besides v1's ``protocolVersion``.
 - ``supportedEnvelopes`` / ``schemaVersions``: a member turn produces one typed envelope,
   the council turn result ``{summary, data?, posts?}`` (``council.turn-result``, version 1).
 - ``limits``: a turn yields exactly one result (``envelopesPerTurn = 1``); the engine runs no
@@ -20,12 +22,16 @@ from typing import Any, Final
 __all__ = [
     "DEFAULT_MAX_PARTICIPANTS",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS",
     "TURN_RESULT_ENVELOPE",
     "capabilities",
 ]
 
 PROTOCOL_VERSION: Final = "1.0"
 """The OpenWOP protocol version this host speaks."""
+
+PROTOCOL_VERSIONS: Final = (PROTOCOL_VERSION,)
+"""Every OpenWOP protocol version this host speaks (``protocolVersions``)."""
 
 TURN_RESULT_ENVELOPE: Final = "council.turn-result"
 """The envelope type of a member's turn result."""
@@ -51,8 +57,9 @@ def capabilities(
 
     Returns:
         A fresh JSON-ready dict with the required v1 keys (``protocolVersion``,
-        ``supportedEnvelopes``, ``schemaVersions``, ``limits``) plus ``conversationPrimitive``
-        and ``multiPartyConversation``.
+        ``supportedEnvelopes``, ``schemaVersions``, ``limits``), the version list a 2.x
+        client reads (``protocolVersions``, ``preferredVersion``), plus
+        ``conversationPrimitive`` and ``multiPartyConversation``.
 
     Raises:
         ValueError: ``max_participants`` is below 2.
@@ -64,7 +71,9 @@ def capabilities(
     """
     if isinstance(max_participants, bool) or max_participants < 2:
         raise ValueError(f"maxParticipants must be an integer >= 2 (got {max_participants!r})")
-    doc: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION}
+    doc: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION,
+                           "protocolVersions": list(PROTOCOL_VERSIONS),
+                           "preferredVersion": PROTOCOL_VERSION}
     if implementation:
         doc["implementation"] = dict(implementation)
     doc |= {

@@ -8,19 +8,24 @@ the conformance tests check both against the published JSON Schemas.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 __all__ = [
+    "MAX_DEPTH",
     "AgentRef",
     "ConversationClosed",
     "ConversationExchanged",
     "ConversationOpened",
     "ConversationTurn",
     "ResumePayload",
+    "json_depth",
     "parse_resume",
 ]
+
+MAX_DEPTH: Final = 32
+"""Deepest nesting the host accepts in a submitted JSON value (turn content, outcome)."""
 
 
 class _Wire(BaseModel):
@@ -123,3 +128,18 @@ def parse_resume(value: dict[str, Any]) -> ResumePayload:
     if "operation" in value:
         return ResumePayload.model_validate(value)
     return ResumePayload(operation="exchange", turn=value)
+
+
+def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Return the nesting depth of ``value``, stopping (iteratively) once past ``limit``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest

@@ -15,12 +15,18 @@ __all__ = [
     "conversation_closed",
     "conversation_exchanged",
     "conversation_opened",
+    "exchange_key",
+    "interrupt_exchange",
     "interrupt_requested",
+    "interrupt_resolved",
     "member_started",
+    "node_retried",
     "post_turn",
+    "posted_turn",
     "room_node_id",
     "run_started",
     "system_turn",
+    "turn_sender",
 ]
 
 ROOM_TYPE_ID: Final = "core.conversationGate"
@@ -56,6 +62,35 @@ def interrupt_requested(conversation_id: str, title: str) -> dict[str, Any]:
         "key": f"{conversation_id}:start",
         "data": {"conversationId": conversation_id, "title": title},
     }
+
+
+def exchange_key(conversation_id: str, member_id: str, turn: int) -> str:
+    """The key of the interrupt that waits for ``member_id``'s ``turn``-th turn."""
+    return f"{conversation_id}:exchange:{member_id}:{turn}"
+
+
+def interrupt_exchange(conversation_id: str, member_id: str, turn: int,
+                       prompt: str) -> dict[str, Any]:
+    """``interrupt.requested`` of kind ``conversation.exchange``: a member's turn is awaited.
+
+    The v1 ``ConversationExchangeData`` is closed (``conversationId``, ``prompt``): the member
+    is named by the deterministic ``key`` and in the ``prompt``.
+    """
+    return {
+        "kind": "conversation.exchange",
+        "key": exchange_key(conversation_id, member_id, turn),
+        "data": {"conversationId": conversation_id, "prompt": prompt},
+    }
+
+
+def interrupt_resolved(node_id: str, key: str, resume_value: Any) -> dict[str, Any]:
+    """``interrupt.resolved``: no ``kind`` (the v1 enum lacks the conversation kinds)."""
+    return {"nodeId": node_id, "interruptId": key, "resumeValue": resume_value}
+
+
+def node_retried(member_id: str, attempt: int) -> dict[str, Any]:
+    """``node.retried``: the next attempt of a turn whose previous attempt never ended."""
+    return {"nodeId": member_id, "attempt": attempt}
 
 
 def system_turn(
@@ -101,19 +136,42 @@ def post_turn(
     index: int,
     room_id: str,
 ) -> dict[str, Any]:
-    """The conversation turn of an accepted post (agents carry ``speakerId``)."""
-    turn: dict[str, Any] = {
+    """The conversation turn of an accepted post.
+
+    An agent turn is ``from`` its member with ``speakerId: host:<member>`` (RFC 0101); a human
+    turn is ``from`` the literal ``"user"`` and keeps ``speakerId`` so people stay distinct.
+    """
+    return {
         "messageId": message_id,
-        "from": sender,
+        "from": "user" if human else sender,
         "role": "user" if human else "agent",
         "content": {"text": text, "mentions": mentions},
         "ts": ts,
         "turnIndex": index,
         "groupId": room_id,
+        "speakerId": agent_ref(sender),
     }
-    if not human:
-        turn["speakerId"] = agent_ref(sender)
-    return turn
+
+
+def turn_sender(turn: dict[str, Any]) -> str:
+    """The member who spoke ``turn``: a user turn is ``from: "user"``; its speakerId says who."""
+    speaker = turn.get("speakerId")
+    if turn.get("role") == "user" and isinstance(speaker, str) and speaker.startswith("host:"):
+        return speaker[5:]
+    return str(turn.get("from", ""))
+
+
+def posted_turn(event: dict[str, Any] | Any) -> dict[str, Any] | None:
+    """The message turn an event carries: an exchanged turn, or a close's non-system turn."""
+    type_ = event["type"]
+    if type_ == "conversation.exchanged":
+        turn: dict[str, Any] = event["payload"]["turn"]
+        return turn
+    if type_ == "conversation.closed":
+        final = event["payload"].get("finalTurn") or {}
+        if final.get("role") in ("user", "agent"):
+            return dict(final)
+    return None
 
 
 def conversation_exchanged(conversation_id: str, turn: dict[str, Any]) -> dict[str, Any]:

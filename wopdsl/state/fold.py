@@ -11,7 +11,7 @@ from wopdsl._ids import parse_iso_ms
 from wopdsl.model.construct import new_message
 from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.protocol.payloads import MEMBER_TYPE_ID
+from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
 
 __all__ = [
     "TERMINAL",
@@ -21,6 +21,7 @@ __all__ = [
     "MemberState",
     "RoomState",
     "RunStatus",
+    "exchange_member",
     "status_of_event",
 ]
 
@@ -67,6 +68,11 @@ class MemberState:
         """Whether a person produces this member's turns."""
         return self.engine == "human"
 
+    @property
+    def awaited(self) -> bool:
+        """Whether its turns are submitted from outside (``human`` or ``external``)."""
+        return self.engine in ("human", "external")
+
 
 @dataclass(slots=True)
 class Inflight:
@@ -92,6 +98,10 @@ class RoomState:
     """Index of the last turn (0 = the opening system turn)."""
     opened: bool = False
     closed: bool = False
+    gate_resumed: bool = False
+    """Whether the room's gate node got its ``node.resumed`` (after ``closed``)."""
+    gate_done: bool = False
+    """Whether the room's gate node ended (``node.completed``)."""
     messages: list[Message] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     """Each message's input-size term (see ``CouncilState.sizes``), parallel to ``messages``."""
@@ -136,6 +146,8 @@ class CouncilState:
     divergences: list[dict[str, Any]] = field(default_factory=list)
     source_run_id: str | None = None
     """For a fork: the run it was forked from."""
+    interrupts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Awaited member -> ``(key, roomId)`` of its open ``conversation.exchange`` interrupt."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -171,7 +183,7 @@ class CouncilState:
             return "pending"
         if self.inflight:
             return "running"
-        if any(not self.members[m].human for m in self.queue):
+        if any(not self.members[m].awaited for m in self.queue):
             return "running"
         if self.queue:
             return "waiting-input"
@@ -183,15 +195,15 @@ class CouncilState:
         if member_id in self.inflight:
             return "running"
         if member_id in self.queue:
-            return "waiting" if member.human else "queued"
+            return "waiting" if member.awaited else "queued"
         if member.failed:
             return "failed"
         return "done" if member.turns else "idle"
 
     @property
     def waiting_for(self) -> list[str]:
-        """Human members whose requested turn is pending."""
-        return [m for m in self.queue if self.members[m].human]
+        """Human and external members whose requested turn is pending."""
+        return [m for m in self.queue if self.members[m].awaited]
 
     def result(self) -> dict[str, Any]:
         """The council result: ``{task, agents: [{name, role, result}]}`` in declaration order."""
@@ -269,7 +281,16 @@ class CouncilState:
         if position >= self.next_position:
             self.next_position = position + 1
 
+    def _node_resumed(self, event: RunEventDoc) -> None:
+        room = self._room_of(event)
+        if room is not None:
+            room.gate_resumed = True
+
     def _node_completed(self, event: RunEventDoc) -> None:
+        room = self._room_of(event)
+        if room is not None:
+            room.gate_done = True
+            return
         member = self._finish(event)
         if member is not None:
             member.result = event["payload"].get("outputs")
@@ -306,11 +327,16 @@ class CouncilState:
         turn = payload["turn"]
         room.turn_index = payload["turnIndex"]
         room.last_event_id = event["eventId"]
+        self._add_message(room, turn, queue=True)
+
+    def _add_message(self, room: RoomState, turn: dict[str, Any], *, queue: bool) -> None:
         content = turn.get("content") or {}
+        if not isinstance(content, dict):
+            content = {"text": str(content)}
         mentions = list(content.get("mentions", []))
         message_id = turn["messageId"]
         position = _position_of(message_id)
-        message = new_message(message_id, room.id, turn["from"], content.get("text", ""),
+        message = new_message(message_id, room.id, turn_sender(turn), content.get("text", ""),
                               mentions, position)
         self.order[message_id] = len(self.messages)
         size = len(message.text) + len(message_id) + 64 + 16 * len(mentions)
@@ -318,6 +344,8 @@ class CouncilState:
         self.messages[message_id] = message
         room.messages.append(message)
         room.sizes.append(size)
+        if not queue:
+            return
         for target in mentions:
             if target in self.members:
                 triggers = self.queue.setdefault(target, [])
@@ -329,10 +357,30 @@ class CouncilState:
         if room is not None:
             room.closed = True
             room.turn_index = event["payload"]["turnIndex"]
+            room.last_event_id = event["eventId"]
+            final = event["payload"].get("finalTurn") or {}
+            if final.get("role") in ("user", "agent"):
+                # A close that carried a turn (RFC 0005 §E): the closing turn is a message.
+                self._add_message(room, final, queue=False)
             # A person whose every room is closed can never answer: drop their request.
-            for member_id in [m for m in self.queue if self.members[m].human]:
+            for member_id in [m for m in self.queue if self.members[m].awaited]:
                 if all(self.rooms[r].closed for r in self.members[member_id].rooms):
                     del self.queue[member_id]
+
+    def _interrupt_requested(self, event: RunEventDoc) -> None:
+        payload = event["payload"]
+        if payload.get("kind") != "conversation.exchange":
+            return
+        member = exchange_member(payload.get("key", ""))
+        room = self._room_of(event)
+        if member in self.members and room is not None:
+            self.interrupts[member] = (payload["key"], room.id)
+
+    def _interrupt_resolved(self, event: RunEventDoc) -> None:
+        key = event["payload"].get("interruptId")
+        member = exchange_member(str(key))
+        if self.interrupts.get(member, ("",))[0] == key:
+            del self.interrupts[member]
 
     def _room_of(self, event: RunEventDoc) -> RoomState | None:
         node = event.get("nodeId", "")
@@ -370,6 +418,12 @@ def _pause_gc(events: Iterable[RunEventDoc]) -> bool:
     return False
 
 
+def exchange_member(key: str) -> str:
+    """The member of a ``conversation.exchange`` interrupt key ``{cid}:exchange:{member}:{n}``."""
+    _, sep, tail = key.rpartition(":exchange:")
+    return tail.partition(":")[0] if sep else ""
+
+
 def _position_of(message_id: str) -> int:
     parts = message_id.split("/")
     try:
@@ -381,9 +435,12 @@ def _position_of(message_id: str) -> int:
 _HANDLERS = {
     "run.started": CouncilState._run_started,
     "node.started": CouncilState._node_started,
+    "node.resumed": CouncilState._node_resumed,
     "node.completed": CouncilState._node_completed,
     "node.failed": CouncilState._node_failed,
     "node.cancelled": CouncilState._node_cancelled,
+    "interrupt.requested": CouncilState._interrupt_requested,
+    "interrupt.resolved": CouncilState._interrupt_resolved,
     "conversation.opened": CouncilState._opened,
     "conversation.exchanged": CouncilState._exchanged,
     "conversation.closed": CouncilState._closed,

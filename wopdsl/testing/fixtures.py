@@ -20,6 +20,7 @@ from typing import Any
 
 from wopdsl import Council, CouncilSpec, EventStore, MemoryStore, Run, load, open_store
 from wopdsl.agents.python import Handler
+from wopdsl.errors import StoreError
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
 __all__ = ["CouncilRunner", "CouncilSource", "StoreTarget"]
@@ -44,7 +45,11 @@ class CouncilRunner:
             directory is tried last.
     """
 
+    runs: list[Run]
+    """Every run this runner started (checked by the plugin when the test ends)."""
+
     def __init__(self, search_paths: Iterable[str | os.PathLike[str]] = ()) -> None:
+        self.runs = []
         self.search_paths = [Path(p) for p in search_paths]
         self._opened: list[EventStore] = []
 
@@ -122,8 +127,10 @@ class CouncilRunner:
         """
         council = self.council(source, handlers)
         target = self._store(store)
-        return await council.arun(target, run_id, deterministic=deterministic,
-                                  max_participants=max_participants)
+        run = await council.arun(target, run_id, deterministic=deterministic,
+                                 max_participants=max_participants)
+        self.runs.append(run)
+        return run
 
     def __call__(self, source: CouncilSource, *, handlers: Mapping[str, Handler] | None = None,
                  store: StoreTarget = None, run_id: str | None = None, deterministic: bool = True,
@@ -143,10 +150,31 @@ class CouncilRunner:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return go()
-        # The test's loop is busy running this very call: give the council a loop of its own.
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run_council") as pool:
-            return pool.submit(go).result()
+            run = go()
+        else:
+            # The test's loop is busy running this very call: give the council its own loop.
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run_council") as \
+                    pool:
+                run = pool.submit(go).result()
+        self.runs.append(run)
+        return run
+
+    def check(self) -> list[str]:
+        """Check every run this runner made as ``wop check`` does; return the violations.
+
+        Each run's log (as it is now, replies included) is validated against the bundled
+        OpenWOP schemas and the log rules (:func:`wopdsl.protocol.check.check_events`).
+        """
+        from wopdsl.protocol.check import check_events
+
+        problems: list[str] = []
+        for run in self.runs:
+            try:
+                events = run.store.read(run.run_id)
+            except StoreError:
+                continue  # A store the test closed (or one that is gone): nothing to read.
+            problems.extend(f"run {run.run_id}: {v}" for v in check_events(events))
+        return problems
 
     def _store(self, store: StoreTarget) -> EventStore:
         if store is None:

@@ -11,6 +11,9 @@ Fixtures:
     file, a ``Council``, a ``CouncilSpec`` or spec data to run it on a fresh store with a fixed
     clock and deterministic ids (``handlers={"writer": fn}`` replaces bound handlers).
     ``arun_council``: the same, awaitable, for async tests.
+    Every run these fixtures make is checked when the test ends, as ``wop check`` does (the
+    bundled OpenWOP schemas and the log rules); a violation fails the test. Turn it off with
+    ``wop_check = false`` in the pytest ini, or per test with ``@pytest.mark.wop_invalid_log``.
     ``snapshot`` (when syrupy is installed): syrupy's fixture, except that a transcript goes to
     a ``.txt`` file (:class:`~wopdsl.testing.snapshot.TranscriptSnapshot`) and ``run.events``
     to a normalised ``.json`` file (:class:`~wopdsl.testing.snapshot.EventLogSnapshot`).
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 
     from wopdsl.run import Run
 
-__all__ = ["arun_council", "pytest_configure", "run_council"]
+__all__ = ["arun_council", "pytest_addoption", "pytest_configure", "run_council"]
 
 _SNAPSHOT_PLUGIN = "wopdsl-snapshot"
 
@@ -46,8 +49,16 @@ def run_council(request: pytest.FixtureRequest) -> Iterator[CouncilRunner]:
     beside the test file, then under the pytest rootdir, then in the working directory.
     """
     runner = CouncilRunner(search_paths=[request.path.parent, request.config.rootpath])
-    yield runner
-    runner.close()
+    try:
+        yield runner
+        if _check_enabled(request.config) and not request.node.get_closest_marker(
+                "wop_invalid_log"):
+            problems = runner.check()
+            if problems:
+                pytest.fail("a run breaks `wop check` (OpenWOP schemas and log rules):\n  "
+                            + "\n  ".join(problems[:20]), pytrace=False)
+    finally:
+        runner.close()
 
 
 @pytest.fixture
@@ -78,8 +89,21 @@ class _SnapshotFixture:
         )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``wop_check`` (ini, default true): check each run the council fixtures make."""
+    parser.addini("wop_check", "check every run made by run_council / arun_council like "
+                  "`wop check` (OpenWOP schemas and log rules) when the test ends",
+                  type="bool", default=True)
+
+
+def _check_enabled(config: pytest.Config) -> bool:
+    return bool(config.getini("wop_check"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Add the council-aware ``snapshot`` fixture when syrupy is active."""
+    """Register the ``wop_invalid_log`` marker; add the council-aware ``snapshot`` fixture."""
+    config.addinivalue_line("markers", "wop_invalid_log: this test makes runs whose logs "
+                            "deliberately break `wop check` (skip the check)")
     manager = config.pluginmanager
     if not manager.has_plugin("syrupy") or manager.has_plugin(_SNAPSHOT_PLUGIN):
         return

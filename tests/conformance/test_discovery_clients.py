@@ -1,0 +1,112 @@
+"""The official OpenWOP Python clients (2.7 and 1.8) parse `wop capabilities` over real HTTP.
+
+`wop capabilities` (a real subprocess) prints the discovery document; a loopback HTTP server
+serves it at `/.well-known/openwop`; each client's own `discovery_capabilities()` fetches
+and parses it. 2.7 is the dev extra's pin; 1.8 is installed into a scratch folder from PyPI
+(its parse code is what a 1.x client runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Wop
+
+pytest.importorskip("openwop_client")
+
+
+@pytest.fixture
+def discovery(wop: Wop) -> dict[str, object]:
+    done = wop("capabilities", "--max-participants", "8")
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, object] = json.loads(done.stdout)
+    return doc
+
+
+@pytest.fixture
+def host(discovery: dict[str, object]) -> Iterator[str]:
+    body = json.dumps(discovery).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path != "/.well-known/openwop":
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_document_lists_protocol_versions(discovery: dict[str, object]) -> None:
+    assert discovery["protocolVersion"] == "1.0"
+    assert discovery["protocolVersions"] == ["1.0"]
+    assert discovery["preferredVersion"] == "1.0"
+    assert discovery["multiPartyConversation"] == {"supported": True, "maxParticipants": 8}
+
+
+def test_the_2x_client_discovers_the_host(host: str) -> None:
+    from openwop_client import OpenwopClient
+
+    caps = OpenwopClient(host, "not-a-secret").discovery_capabilities()
+    assert caps.protocolVersions == ["1.0"]
+    assert caps.preferredVersion == "1.0"
+    assert caps.protocolVersion == "1.0"
+    assert caps.raw["multiPartyConversation"]["maxParticipants"] == 8
+
+
+def test_without_protocol_versions_the_2x_client_fails(host: str) -> None:
+    # The negative case: the document as it was before (issue 11, item 10).
+    from openwop_client.client import _capabilities_from_dict
+
+    from wopdsl.protocol.capabilities import capabilities
+
+    old = capabilities()
+    del old["protocolVersions"]
+    with pytest.raises(KeyError, match="protocolVersions"):
+        _capabilities_from_dict(old)
+
+
+@pytest.mark.slow
+def test_the_1x_client_discovers_the_host(host: str, tmp_path: Path) -> None:
+    target = tmp_path / "client18"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(target), "openwop-client==1.8.0"], capture_output=True, text=True, timeout=300,
+        check=False)
+    if install.returncode != 0 and os.environ.get("CI") != "true":
+        pytest.skip(f"openwop-client 1.8.0 could not be installed: {install.stderr[-300:]}")
+    assert install.returncode == 0, install.stderr
+    code = ("import json, sys, openwop_client\n"
+            "from openwop_client import OpenwopClient\n"
+            "assert openwop_client.__file__.startswith(sys.argv[2]), openwop_client.__file__\n"
+            "caps = OpenwopClient(sys.argv[1], 'not-a-secret').discovery_capabilities()\n"
+            "print(json.dumps({'v': caps.protocolVersion, 'limits': caps.limits.envelopesPerTurn,"
+            " 'mpc': caps.multiPartyConversation.maxParticipants}))\n")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run([sys.executable, "-c", code, host, str(target)], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"v": "1.0", "limits": 1, "mpc": 8}
