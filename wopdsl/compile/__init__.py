@@ -12,7 +12,7 @@ from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.human import HumanAgent
 from wopdsl.agents.python import Handler, PythonAgent
 from wopdsl.agents.script import ScriptAgent
-from wopdsl.agents.templates import TemplateProblem, compile_template
+from wopdsl.agents.templates import Renderer, TemplateProblem, compile_template
 from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
@@ -68,7 +68,9 @@ def compile(
             cap=member.max_turns or settings.max_turns_per_member,
             rooms=tuple(r.id for r in spec.rooms if member.id in r.members),
             brief=brief,
-            agent=_agent(member, index, handlers, base_dir, problems),
+            agent=_agent(member, index, handlers, base_dir, problems,
+                         timeout / 1000 if timeout else None,
+                         member.max_output_bytes or settings.max_output_bytes),
             turn_timeout_s=timeout / 1000 if timeout else None,
             max_input_bytes=member.max_input_bytes or settings.max_input_bytes,
             max_output_bytes=member.max_output_bytes or settings.max_output_bytes,
@@ -93,13 +95,14 @@ def _with_source(problem: Problem, source: str | None) -> Problem:
                    problem.column)
 
 
-def _template(text: str, path: str, problems: list[Problem]) -> Callable[[dict[str, Any]], str]:
+def _template(text: str, path: str, problems: list[Problem]) -> Renderer:
     try:
         return compile_template(text)
     except TemplateProblem as exc:
-        problems.append(Problem(f"template syntax error: {exc} (template line {exc.line})",
+        line = f" (template line {exc.line})" if exc.line else ""
+        problems.append(Problem(f"template syntax error: {exc}{line}",
                                 path=path, hint="fix the Jinja2 template syntax"))
-        return lambda _context: text
+        return compile_template("")
 
 
 def _compile_room(room: RoomSpec, problems: list[Problem]) -> CompiledRoom:
@@ -152,15 +155,19 @@ def _agent(
     handlers: Mapping[str, Handler],
     base_dir: str | Path | None,
     problems: list[Problem],
+    timeout_s: float | None = None,
+    max_output_bytes: int = 262_144,
 ) -> MemberAgent | None:
     if member.engine == "human":
         return HumanAgent()
     if member.engine == "script":
         try:
-            return ScriptAgent(member.script or [])
+            return ScriptAgent(member.script or [], timeout_s=timeout_s,
+                               max_chars=max_output_bytes)
         except TemplateProblem as exc:
-            problems.append(Problem(f"template syntax error in script: {exc}",
-                                    path=f"members[{index}].script",
+            line = f" (template line {exc.line})" if exc.line else ""
+            problems.append(Problem(f"template syntax error in script: {exc}{line}",
+                                    path=f"members[{index}].script{exc.where}",
                                     hint="fix the Jinja2 template syntax"))
             return None
     if member.id in handlers:
