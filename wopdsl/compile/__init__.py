@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from wopdsl.agents.human import HumanAgent
 from wopdsl.agents.python import Handler, PythonAgent
 from wopdsl.agents.script import ScriptAgent
 from wopdsl.agents.templates import Renderer, TemplateProblem, compile_template
+from wopdsl.compile._turn_schema import schema_checker
 from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
@@ -108,7 +109,7 @@ def _template(text: str, path: str, problems: list[Problem]) -> Renderer:
 def _compile_room(room: RoomSpec, problems: list[Problem]) -> CompiledRoom:
     check = None
     if room.turn_schema is not None:
-        check = _schema_checker(room.turn_schema, f"rooms ({room.id}).turn_schema", problems)
+        check = schema_checker(room.turn_schema, f"rooms ({room.id}).turn_schema", problems)
     return CompiledRoom(
         id=room.id,
         members=tuple(room.members),
@@ -117,36 +118,6 @@ def _compile_room(room: RoomSpec, problems: list[Problem]) -> CompiledRoom:
         turn_schema=room.turn_schema,
         check_content=check,
     )
-
-
-def _schema_checker(
-    schema: dict[str, Any], path: str, problems: list[Problem]
-) -> Callable[[dict[str, Any]], str | None] | None:
-    try:
-        import jsonschema
-    except ImportError:  # pragma: no cover - jsonschema is a core dependency of turn schemas.
-        problems.append(Problem("turn_schema needs the jsonschema package", path=path,
-                                hint="pip install 'wopdsl[conformance]'"))
-        return None
-    validator_cls = jsonschema.validators.validator_for(
-        schema, default=jsonschema.Draft202012Validator
-    )
-    try:
-        validator_cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        problems.append(Problem(f"turn_schema is not a valid JSON Schema: {exc.message}",
-                                path=path, hint="fix the schema (JSON Schema draft 2020-12)"))
-        return None
-    validator = validator_cls(schema)
-
-    def check(content: dict[str, Any]) -> str | None:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(content))
-        if error is None:
-            return None
-        where = "/".join(str(p) for p in error.absolute_path) or "content"
-        return f"{where}: {error.message}"
-
-    return check
 
 
 def _agent(
