@@ -103,6 +103,12 @@ def _check_parts(schema: dict[str, Any], root: dict[str, Any], path: str,
 
 def _check_pattern(pattern: str, where: str, problems: list[Problem]) -> None:
     try:
+        re.compile(pattern)  # What check_schema's "format": "regex" check does.
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        problems.append(Problem(f"pattern {pattern!r} is not a valid regular expression: "
+                                f"{exc}", path=where, hint="fix the regular expression"))
+        return
+    try:
         _regex(pattern)
     except ImportError:  # pragma: no cover - the conformance extra brings google-re2.
         problems.append(Problem("turn_schema patterns need the google-re2 package", path=where,
