@@ -33,7 +33,7 @@ TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     """``wop validate FILE``: load and compile; print a summary."""
     council = load_council(args.file)
-    graph = council.compile()
+    graph = council.check_runnable()
     spec = graph.spec
     settings = spec.council
     out = ctx.out
@@ -55,10 +55,6 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
         tail = f" ({'; '.join(extra)})" if extra else ""
         print(f"    {member.id} [{member.spec.role}] engine={member.spec.engine} "
               f"cap={member.cap}{tail}", file=out)
-    unbound = graph.unbound()
-    if unbound:
-        print(f"  note: python members without a handler yet: {', '.join(unbound)} "
-              "(bind them before running)", file=out)
     out.flush()
     return EXIT_OK
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.human import HumanAgent
@@ -15,11 +12,12 @@ from wopdsl.agents.script import ScriptAgent
 from wopdsl.agents.templates import Renderer, TemplateProblem, compile_template
 from wopdsl.compile._turn_schema import schema_checker
 from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
+from wopdsl.compile.handlers import handler_reference, import_handler
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
-__all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile"]
+__all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile", "handler_reference"]
 
 
 def compile(
@@ -153,19 +151,3 @@ def _agent(
                                 hint="name a module:function importable from the council "
                                      "file's folder"))
         return None
-
-
-def import_handler(reference: str, base_dir: str | Path | None) -> Handler:
-    """Import ``module:function``, looking in ``base_dir`` first."""
-    module_name, _, attr = reference.partition(":")
-    folder = str(Path(base_dir).resolve()) if base_dir is not None else None
-    if folder is not None and folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = importlib.import_module(module_name)
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part)
-    if not callable(target):
-        raise TypeError(f"{reference} is not callable")
-    handler: Handler = target
-    return handler
