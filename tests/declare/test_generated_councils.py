@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.hostile.bounded import bounded_wop
+from tests.bounded import bounded_wop
 from wopdsl import DeclarationError
 from wopdsl.compile import compile as compile_graph
 from wopdsl.declare import loads_spec

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import wopdsl
-from tests.hostile.bounded import bounded_wop
+from tests.bounded import bounded_wop
 from wopdsl import Council
 
 ARITHMETIC = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import wopdsl
-from tests.hostile.bounded import bounded_wop
+from tests.bounded import bounded_wop
 
 COUNCIL = """\
 [council]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import wopdsl
+from tests.bounded import bounded_wop
 from tests.cli.conftest import HUMAN_COUNCIL
-from tests.hostile.bounded import bounded_wop
 from wopdsl import Council
 
 
