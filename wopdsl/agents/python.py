@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import inspect
+import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, ClassVar, Final, TypeVar
 
+from wopdsl.agents._workers import run_in_worker
 from wopdsl.agents.base import MemberAgent
 from wopdsl.model.turns import Reply, Turn
 
-__all__ = ["Handler", "PythonAgent", "in_context"]
+__all__ = ["INLINE_THRESHOLD_S", "Handler", "PythonAgent", "in_context"]
+
+INLINE_THRESHOLD_S: Final = 0.005
+"""A sync handler call longer than this (seconds) moves the handler's later calls off the
+event loop, to a daemon worker thread."""
 
 _T = TypeVar("_T")
 _RESULTS: Final = frozenset({Reply, dict, str})
@@ -24,10 +29,17 @@ Handler = Callable[[Turn], Any] | Callable[[Turn], Awaitable[Any]]
 
 
 class PythonAgent(MemberAgent):
-    """Runs a bound handler; sync handlers run in a worker thread, off the event loop.
+    """Runs a bound handler, sync or async.
 
     Each call runs in a fresh copy of the caller's context (as a task of its own would), so
     the engine may await a lone turn without a task per turn.
+
+    Sync handlers: :meth:`take_turn` runs them on a daemon worker thread, off the event
+    loop (a timed-out call is abandoned, and never keeps the process alive). The engine
+    may instead call a lone turn's handler in place with :meth:`call_inline` — no thread
+    hop, so a sync handler costs what an async one does — as long as :attr:`runs_inline`:
+    once one call takes longer than :data:`INLINE_THRESHOLD_S`, the handler's later calls
+    go to a worker thread.
     """
 
     kind: ClassVar[str] = "python"
@@ -36,6 +48,30 @@ class PythonAgent(MemberAgent):
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
         self._is_async = _is_async_callable(handler)
+        self._runs_inline = not self._is_async
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the handler is a coroutine function (it runs on the event loop)."""
+        return self._is_async
+
+    @property
+    def runs_inline(self) -> bool:
+        """Whether :meth:`call_inline` may run the (sync) handler's next call in place."""
+        return self._runs_inline
+
+    def call_inline(self, turn: Turn) -> object:
+        """Call the sync handler on this thread, in a copy of the current context.
+
+        A call that takes longer than :data:`INLINE_THRESHOLD_S` sends the later calls to
+        a worker thread (:attr:`runs_inline` becomes false).
+        """
+        started = time.perf_counter()
+        try:
+            return contextvars.copy_context().run(self.handler, turn)
+        finally:
+            if time.perf_counter() - started > INLINE_THRESHOLD_S:
+                self._runs_inline = False
 
     async def take_turn(self, turn: Turn) -> object:
         """Call the handler with the turn input."""
@@ -46,8 +82,9 @@ class PythonAgent(MemberAgent):
             else:
                 result = await call
         else:
-            # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns moving.
-            result = await asyncio.to_thread(self.handler, turn)
+            # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns
+            # moving. A daemon one: an abandoned (timed-out) call never holds the process.
+            result = await run_in_worker(self.handler, turn)
         # A sync wrapper (``lambda turn: work(turn)``) may hand back a coroutine: await it.
         while type(result) not in _RESULTS and inspect.isawaitable(result):
             result = await result
