@@ -96,7 +96,8 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         printer = LivePrinter(ctx.out)
         for event in events:
             printer.feed(event)
-        print_stop(args.run, state, ctx.out, ctx.err, store_flag=ctx.store_flag)
+        print_stop(args.run, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
+                   debug=ctx.debug)
     return exit_code_for_status(state.status)
 
 
