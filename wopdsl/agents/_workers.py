@@ -53,9 +53,13 @@ def _run(job: _Job) -> None:
         return
     try:
         result = context.run(function, argument)
-    except BaseException as exc:
-        # SystemExit, KeyboardInterrupt included: they fail the turn, never the process.
+    except Exception as exc:
         _deliver(loop, future, None, exc)
+    except BaseException as exc:
+        # SystemExit, KeyboardInterrupt ...: wrapped, they fail the turn, never the process.
+        from wopdsl.agents.python import HandlerRaised
+
+        _deliver(loop, future, None, HandlerRaised(exc))
     else:
         _deliver(loop, future, result, None)
 

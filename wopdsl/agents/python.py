@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import inspect
@@ -14,7 +15,20 @@ from wopdsl.agents._workers import run_in_worker
 from wopdsl.agents.base import MemberAgent
 from wopdsl.model.turns import Reply, Turn
 
-__all__ = ["INLINE_THRESHOLD_S", "Handler", "PythonAgent", "in_context"]
+__all__ = ["INLINE_THRESHOLD_S", "Handler", "HandlerRaised", "PythonAgent", "in_context"]
+
+
+class HandlerRaised(Exception):
+    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt`` ...).
+
+    asyncio re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the event loop when a
+    task's coroutine raises them; wrapped, they stay the failure of one turn.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+
 
 INLINE_THRESHOLD_S: Final = 0.005
 """A sync handler call longer than this (seconds) moves the handler's later calls off the
@@ -74,7 +88,22 @@ class PythonAgent(MemberAgent):
                 self._runs_inline = False
 
     async def take_turn(self, turn: Turn) -> object:
-        """Call the handler with the turn input."""
+        """Call the handler with the turn input.
+
+        Raises:
+            HandlerRaised: the handler raised a ``BaseException`` that is not an
+                ``Exception`` (other than cancellation).
+        """
+        try:
+            return await self._take_turn(turn)
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception:
+            raise
+        except BaseException as exc:
+            raise HandlerRaised(exc) from exc
+
+    async def _take_turn(self, turn: Turn) -> object:
         if self._is_async:
             call = self.handler(turn)
             if inspect.iscoroutine(call):

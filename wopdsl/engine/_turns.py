@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any, Final
 
-from wopdsl.agents.python import PythonAgent
+from wopdsl.agents.python import HandlerRaised, PythonAgent
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
 from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result
@@ -68,6 +68,8 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
         return check_result(graph, state, member, raw)
     except TurnError as exc:
         return exc
+    except HandlerRaised as wrapped:
+        return handler_failure(member.id, wrapped.error)
     except TimeoutError:
         return TurnError("TIMEOUT", f"{member.id} did not answer within {timeout:g} s "
                          "(turn_timeout_ms)", {"timeoutMs": round((timeout or 0) * 1000)})
