@@ -137,7 +137,7 @@ async def test_fast_sync_handlers_run_in_place_and_slow_ones_move_off_the_loop(
     def fast(turn: Turn) -> Reply:
         threads.append(threading.current_thread().name)
         if turn.turn == 2:
-            time.sleep(0.05)  # past the inline threshold: later turns go to a worker
+            time.sleep(0.06)  # far past the inline threshold: later turns go to a worker
         return Reply(summary="ok", posts=[] if turn.turn == 4 else [
             {"room": "all", "text": "again @fast", "mentions": ["fast"]}])
 

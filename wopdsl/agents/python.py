@@ -31,8 +31,9 @@ class HandlerRaised(Exception):
 
 
 INLINE_THRESHOLD_S: Final = 0.005
-"""A sync handler call longer than this (seconds) moves the handler's later calls off the
-event loop, to a daemon worker thread."""
+"""Two calls in a row longer than this (seconds), or one ten times as long, move a sync
+handler's later calls off the event loop, to a daemon worker thread (one slow call alone
+may be the machine's noise: a preemption or a garbage collection)."""
 
 _T = TypeVar("_T")
 _RESULTS: Final = frozenset({Reply, dict, str})
@@ -63,6 +64,7 @@ class PythonAgent(MemberAgent):
         self.handler = handler
         self._is_async = _is_async_callable(handler)
         self._runs_inline = not self._is_async
+        self._slow = False
 
     @property
     def is_async(self) -> bool:
@@ -77,15 +79,18 @@ class PythonAgent(MemberAgent):
     def call_inline(self, turn: Turn) -> object:
         """Call the sync handler on this thread, in a copy of the current context.
 
-        A call that takes longer than :data:`INLINE_THRESHOLD_S` sends the later calls to
-        a worker thread (:attr:`runs_inline` becomes false).
+        Two calls in a row longer than :data:`INLINE_THRESHOLD_S` (or one ten times as
+        long) send the later calls to a worker thread (:attr:`runs_inline` becomes false).
         """
         started = time.perf_counter()
         try:
             return contextvars.copy_context().run(self.handler, turn)
         finally:
-            if time.perf_counter() - started > INLINE_THRESHOLD_S:
+            took = time.perf_counter() - started
+            slow = took > INLINE_THRESHOLD_S
+            if took > 10 * INLINE_THRESHOLD_S or (slow and self._slow):
                 self._runs_inline = False
+            self._slow = slow
 
     async def take_turn(self, turn: Turn) -> object:
         """Call the handler with the turn input.
