@@ -17,7 +17,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_in_worker"]
+__all__ = ["HandlerRaised", "run_in_worker"]
+
+
+class HandlerRaised(Exception):
+    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt`` ...).
+
+    asyncio re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the event loop when a
+    task's coroutine raises them; wrapped, they stay the failure of one turn.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context,
              Callable[[Any], Any], Any]
@@ -57,8 +69,6 @@ def _run(job: _Job) -> None:
         _deliver(loop, future, None, exc)
     except BaseException as exc:
         # SystemExit, KeyboardInterrupt ...: wrapped, they fail the turn, never the process.
-        from wopdsl.agents.python import HandlerRaised
-
         _deliver(loop, future, None, HandlerRaised(exc))
     else:
         _deliver(loop, future, result, None)

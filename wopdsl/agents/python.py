@@ -6,28 +6,33 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import signal
+import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, ClassVar, Final, TypeVar
 
-from wopdsl.agents._workers import run_in_worker
+from wopdsl.agents._workers import HandlerRaised, run_in_worker
 from wopdsl.agents.base import MemberAgent
 from wopdsl.model.turns import Reply, Turn
 
-__all__ = ["INLINE_THRESHOLD_S", "Handler", "HandlerRaised", "PythonAgent", "in_context"]
+__all__ = [
+    "INLINE_THRESHOLD_S",
+    "Handler",
+    "HandlerRaised",
+    "PythonAgent",
+    "UserInterrupt",
+    "in_context",
+]
 
 
-class HandlerRaised(Exception):
-    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt`` ...).
+class UserInterrupt(KeyboardInterrupt):
+    """The person pressed Ctrl-C while a sync handler ran in place.
 
-    asyncio re-raises ``SystemExit`` and ``KeyboardInterrupt`` out of the event loop when a
-    task's coroutine raises them; wrapped, they stay the failure of one turn.
+    Unlike the handler's own ``KeyboardInterrupt`` (which fails its turn), it stops the run,
+    as Ctrl-C anywhere else does.
     """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(f"{type(error).__name__}: {error}")
-        self.error = error
 
 
 INLINE_THRESHOLD_S: Final = 0.005
@@ -82,10 +87,13 @@ class PythonAgent(MemberAgent):
         Two calls in a row longer than :data:`INLINE_THRESHOLD_S` (or one ten times as
         long) send the later calls to a worker thread (:attr:`runs_inline` becomes false).
         """
+        previous = _catch_ctrl_c()
         started = time.perf_counter()
         try:
             return contextvars.copy_context().run(self.handler, turn)
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             took = time.perf_counter() - started
             slow = took > INLINE_THRESHOLD_S
             if took > 10 * INLINE_THRESHOLD_S or (slow and self._slow):
@@ -123,6 +131,26 @@ class PythonAgent(MemberAgent):
         while type(result) not in _RESULTS and inspect.isawaitable(result):
             result = await result
         return result
+
+
+def _raise_user_interrupt(signum: int, frame: object) -> None:
+    raise UserInterrupt
+
+
+def _catch_ctrl_c() -> Any:
+    """On the main thread, make Ctrl-C raise :class:`UserInterrupt`; return the old handler.
+
+    A sync handler running in place blocks the loop, so asyncio's own Ctrl-C handler (which
+    cancels the main task) could not act until it returned; and a bare ``KeyboardInterrupt``
+    raised inside the handler would read as the handler's own failure.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous in (signal.SIG_IGN, None):
+        return None
+    signal.signal(signal.SIGINT, _raise_user_interrupt)
+    return previous
 
 
 def _is_async_callable(obj: object) -> bool:

@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any, Final
 
-from wopdsl.agents.python import HandlerRaised, PythonAgent
+from wopdsl.agents.python import HandlerRaised, PythonAgent, UserInterrupt
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
 from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result
@@ -79,8 +79,8 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
             raise  # this turn was cancelled (run cancelled, detached or timed out)
         # The handler let a CancelledError of its own escape: that fails the turn only.
         return handler_failure(member.id, exc)
-    except GeneratorExit:
-        raise  # this coroutine is being closed
+    except (GeneratorExit, UserInterrupt):
+        raise  # this coroutine is being closed; the person pressed Ctrl-C
     except BaseException as exc:
         # SystemExit(n), KeyboardInterrupt, GeneratorExit or any other BaseException raised
         # by a handler fails its turn: never the process, never read as the user's Ctrl-C.
