@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -10,7 +11,7 @@ import signal
 import threading
 import time
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from typing import Any, ClassVar, Final, TypeVar
 
 from wopdsl.agents._workers import HandlerRaised, run_in_worker
@@ -23,6 +24,7 @@ __all__ = [
     "HandlerRaised",
     "PythonAgent",
     "UserInterrupt",
+    "ctrl_c_in_place",
     "in_context",
 ]
 
@@ -87,13 +89,12 @@ class PythonAgent(MemberAgent):
         Two calls in a row longer than :data:`INLINE_THRESHOLD_S` (or one ten times as
         long) send the later calls to a worker thread (:attr:`runs_inline` becomes false).
         """
-        previous = _catch_ctrl_c()
+        _IN_PLACE[0] += 1
         started = time.perf_counter()
         try:
             return contextvars.copy_context().run(self.handler, turn)
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            _IN_PLACE[0] -= 1
             took = time.perf_counter() - started
             slow = took > INLINE_THRESHOLD_S
             if took > 10 * INLINE_THRESHOLD_S or (slow and self._slow):
@@ -133,24 +134,43 @@ class PythonAgent(MemberAgent):
         return result
 
 
-def _raise_user_interrupt(signum: int, frame: object) -> None:
-    raise UserInterrupt
+_IN_PLACE = [0]
+"""How many sync handlers run in place right now (read by the Ctrl-C handler)."""
 
 
-def _catch_ctrl_c() -> Any:
-    """On the main thread, make Ctrl-C raise :class:`UserInterrupt`; return the old handler.
+@contextlib.contextmanager
+def ctrl_c_in_place() -> Iterator[None]:
+    """Make Ctrl-C during an in-place sync handler raise :class:`UserInterrupt` there.
+
+    Used while a run is driven on the main thread; anywhere else Ctrl-C does what it did.
 
     A sync handler running in place blocks the loop, so asyncio's own Ctrl-C handler (which
-    cancels the main task) could not act until it returned; and a bare ``KeyboardInterrupt``
-    raised inside the handler would read as the handler's own failure.
+    cancels the main task) could not act until the handler returned; a bare
+    ``KeyboardInterrupt`` raised inside the handler would read as the handler's own failure.
+    Installed once per drive: setting a signal handler costs ~90 µs, too much per turn.
     """
     if threading.current_thread() is not threading.main_thread():
-        return None
+        yield
+        return
     previous = signal.getsignal(signal.SIGINT)
     if previous in (signal.SIG_IGN, None):
-        return None
-    signal.signal(signal.SIGINT, _raise_user_interrupt)
-    return previous
+        yield
+        return
+
+    def on_ctrl_c(signum: int, frame: Any) -> None:
+        if _IN_PLACE[0]:
+            raise UserInterrupt
+        if callable(previous):
+            previous(signum, frame)
+        else:  # pragma: no cover - SIG_DFL: what the default would do, as Python does.
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is on_ctrl_c:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _is_async_callable(obj: object) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from wopdsl._ids import Clock, message_id
+from wopdsl.agents.python import ctrl_c_in_place
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._endings import Endings
 from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms, take_turn
@@ -118,7 +119,8 @@ class Engine(HumanDoor, Endings):
         with self.store.claim(self.run_id):
             async with self._lock:
                 self._catch_up()  # What a driver that just let go appended.
-            await self._drive_batches()
+            with ctrl_c_in_place():
+                await self._drive_batches()
         return self.state.status
 
     async def _drive_batches(self) -> None:
