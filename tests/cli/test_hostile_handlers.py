@@ -57,6 +57,11 @@ async def blocks(turn):
     return "late"
 
 
+async def blocks_long(turn):
+    time.sleep(2.5)
+    return "late"
+
+
 def boom(turn):
     raise ValueError("boom in the handler")
 """
@@ -124,3 +129,15 @@ def test_an_async_handler_blocking_the_loop_is_reported(tmp_path: Path) -> None:
     events = stored_events(tmp_path / ".wop" / "runs.db", "b")
     (failed,) = [e for e in events if e["type"] == "node.failed"]
     assert "holding the event loop" in failed["payload"]["error"]["message"]
+
+
+def test_a_watchdog_reports_an_async_handler_while_it_blocks_the_loop(tmp_path: Path) -> None:
+    _council(tmp_path, "blocks_long", "turn_timeout_ms = 200")
+    done = bounded_wop("run", "c.toml", "--run-id", "w", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "member bad has held the event loop for more than 1.2 s, past its " \
+           "turn_timeout_ms of 0.2 s" in done.stderr
+    # A handler that yields in time is never reported.
+    _council(tmp_path, "boom", "turn_timeout_ms = 200")
+    quiet = bounded_wop("run", "c.toml", "--run-id", "q", cwd=tmp_path)
+    assert "event loop" not in quiet.stderr

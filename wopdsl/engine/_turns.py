@@ -18,6 +18,7 @@ from wopdsl.agents.python import HandlerRaised, PythonAgent, UserInterrupt
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
 from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result
+from wopdsl.engine._watchdog import done, watch
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Reply
 from wopdsl.state import CouncilState, Inflight
@@ -60,7 +61,12 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
             while type(raw) not in _RESULTS and inspect.isawaitable(raw):
                 raw = await raw
         elif timeout is not None:
-            raw = await asyncio.wait_for(agent.take_turn(turn), timeout)
+            watched = watch(member.id, timeout) if _on_loop(agent) else None
+            try:
+                raw = await asyncio.wait_for(agent.take_turn(turn), timeout)
+            finally:
+                if watched is not None:
+                    done(watched)
         else:
             raw = await agent.take_turn(turn)
         if timeout is not None and time.monotonic() - started > timeout:
@@ -87,9 +93,12 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
         return handler_failure(member.id, exc)
 
 
+def _on_loop(agent: object) -> bool:
+    return isinstance(agent, PythonAgent) and agent.is_async
+
+
 def _blocked(member: CompiledMember, elapsed: float) -> TurnError:
-    agent = member.agent
-    on_loop = isinstance(agent, PythonAgent) and agent.is_async
+    on_loop = _on_loop(member.agent)
     why = (" while holding the event loop (a blocking call such as time.sleep in an async "
            "handler?), so its timeout could not fire on time") if on_loop else ""
     return TurnError("TIMEOUT", f"{member.id} answered after {elapsed:.3g} s, over its "
