@@ -3,7 +3,7 @@
 Usage::
 
     python3 bench/run.py [--quick] [--repeat K] [--json out.json]
-                         [--members 3,8] [--turns 1000,10000] [--engines script,python]
+                         [--members 3,8] [--turns 1000,10000] [--engines script,python,python-sync]
 
 Workload W(N, T) (``bench/workload.py``): N script or python members round-robin in one
 room, each turn one message mentioning the next, ``tail_messages = 8``, the durable SQLite
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     parser.add_argument("--members", default="3,8", help="N values (default 3,8)")
     parser.add_argument("--turns", help="T values (default 1000,10000; quick 100,1000)")
-    parser.add_argument("--engines", default="script,python", help="member engines")
+    parser.add_argument("--engines", default="script,python,python-sync", help="member engines")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -367,7 +367,7 @@ def _report(results: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     lines += [header, "-" * len(header)]
     for r in results:
         lines.append(
-            f"{r['engine'] + ' N=' + str(r['n']):<12} {r['turns']:>7,} {r['us_per_turn']:>8.1f} "
+            f"{r['engine'] + ' N=' + str(r['n']):<17} {r['turns']:>7,} {r['us_per_turn']:>8.1f} "
             f"{r['cpu_us_per_turn']:>7.1f} {r['floor_us_per_turn']:>6.1f} "
             f"{r['us_per_turn'] / r['floor_us_per_turn']:>7.2f} "
             f"{r['floor_1commit_us_per_turn']:>6.1f} {r['peak_rss_mib']:>8.1f} "

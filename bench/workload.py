@@ -8,6 +8,8 @@ exactly T member turns. Two member engines:
 * ``script``: each member's script has one step per turn it will take, rendered with Jinja2
   (``{{ member }} hands over after turn {{ turn }}``), declared with ``Council.add_member``.
 * ``python``: an ``async`` handler bound with ``@council.member`` returning a ``Reply``.
+* ``python-sync``: the same handler as a plain ``def`` (it runs in place while it is fast,
+  so it should cost what the async one does: no thread hop per turn).
 
 The log is a fresh SQLite file (``SqliteStore``: WAL, ``synchronous=NORMAL``) per run.
 """
@@ -26,7 +28,7 @@ from wopdsl.store.base import EventStore, RunInfo
 ROOM = "all"
 TAIL = 8
 RUN_ID = "bench-run"
-ENGINES = ("script", "python")
+ENGINES = ("script", "python", "python-sync")
 
 
 def member_ids(n: int) -> list[str]:
@@ -72,14 +74,29 @@ def build_council(engine: str, n: int, turns: int) -> Council:
             council.add_member(member, role="runner", engine="script", script=steps,
                                initial_turn=index == 0)
         else:
+            make = _sync_handler if engine == "python-sync" else _handler
             council.member(member, role="runner", initial_turn=index == 0)(
-                _handler(index, n, turns, following)
+                make(index, n, turns, following)
             )
     return council
 
 
 def _handler(index: int, n: int, turns: int, following: str) -> Any:
     async def handler(turn: Turn) -> Reply:
+        number = (turn.turn - 1) * n + index + 1
+        if number >= turns:
+            return Reply(summary="Done.")
+        return Reply(summary="Handed over.", posts=[
+            Post(room=ROOM, text=f"{turn.member} hands over after turn {turn.turn}",
+                 mentions=[following]),
+        ])
+
+    handler.__name__ = handler.__qualname__ = f"m{index}"
+    return handler
+
+
+def _sync_handler(index: int, n: int, turns: int, following: str) -> Any:
+    def handler(turn: Turn) -> Reply:
         number = (turn.turn - 1) * n + index + 1
         if number >= turns:
             return Reply(summary="Done.")

@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 from wopdsl._ids import Clock, FixedClock, new_run_id
 from wopdsl.agents.python import Handler
-from wopdsl.compile import CouncilGraph
+from wopdsl.compile import CouncilGraph, handler_reference
 from wopdsl.compile import compile as compile_graph
 from wopdsl.declare.toml import Declaration, declaration_from_data, load_declaration
 from wopdsl.engine import Engine, engine_for
-from wopdsl.errors import DeclarationError
+from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 from wopdsl.run import Run, run_sync
@@ -201,11 +201,74 @@ class Council:
         self._compiled = (key, graph)
         return graph
 
-    def to_toml(self) -> str:
-        """Return the declaration in the TOML file format (``wop export``)."""
+    def check_runnable(self) -> CouncilGraph:
+        """Compile, and refuse a council that ``wop run`` could not run as it stands.
+
+        Raises:
+            DeclarationError: every compile problem, or each python member without a
+                handler, located in the council file when there is one.
+        """
+        graph = self.compile()
+        problems = [
+            Problem(f"python member '{member}' has no handler, so `wop run` cannot run this "
+                    "council", path=f"members[{graph.members[member].index}] ({member})",
+                    hint='set handler = "module:function" (imported from the council '
+                         "file's folder), or bind one in code with @council.bind and run it "
+                         "from Python")
+            for member in graph.unbound()
+        ]
+        if problems:
+            declaration = self._declaration
+            raise DeclarationError(declaration.locate(problems) if declaration is not None
+                                   else problems)
+        return graph
+
+    def to_toml(self, *, handlers: bool = True) -> str:
+        """Return the declaration in the TOML file format (``wop export``).
+
+        Args:
+            handlers: Write bound handlers as ``handler = "module:function"`` references, so
+                the file runs with ``wop run`` from a folder where that module imports
+                (default). ``False`` writes the declaration alone, as the spec holds it.
+
+        Raises:
+            DeclarationError: a python member's handler cannot be named in a file (a
+                lambda, a nested function ...), or a python member has no handler.
+        """
         from wopdsl.declare.export import to_toml
 
-        return to_toml(self.spec)
+        return to_toml(self._spec_with_references() if handlers else self.spec)
+
+    def _spec_with_references(self) -> CouncilSpec:
+        spec = self.spec
+        members = []
+        problems = []
+        for index, member in enumerate(spec.members):
+            handler = self.handlers.get(member.id)
+            where = f"members[{index}] ({member.id})"
+            if member.engine != "python":
+                members.append(member)
+            elif handler is not None:
+                reference: str | None
+                try:
+                    reference = handler_reference(handler)
+                except ValueError as exc:
+                    problems.append(Problem(f"the handler of '{member.id}' cannot be named in "
+                                            f"a council file: {exc}", path=f"{where}.handler",
+                                            hint="define the handler as a module-level "
+                                                 "function"))
+                    reference = member.handler
+                members.append(member.model_copy(update={"handler": reference}))
+            elif member.handler is None:
+                problems.append(Problem(f"python member '{member.id}' has no handler",
+                                        path=where, hint="bind one with @council.member or "
+                                        "@council.bind before exporting"))
+                members.append(member)
+            else:
+                members.append(member)
+        if problems:
+            raise DeclarationError(problems)
+        return spec.model_copy(update={"members": members})
 
     # -- running ---------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ CODES: Final[tuple[str, ...]] = (
     "TEAM_NODE_FAILED",
     "TEAM_TURN_LIMIT",
     "SCRIPT_EXHAUSTED",
+    "TEMPLATE_LIMIT",
     "TIMEOUT",
     "validation_error",
     "STORE_CONFLICT",

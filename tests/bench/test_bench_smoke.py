@@ -23,7 +23,7 @@ def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert any(line.startswith("workload") and "µs/turn" in line for line in lines)
-    for engine in ("script", "python"):
+    for engine in ("script", "python", "python-sync"):
         rows = [line for line in lines if line.startswith(f"{engine} N=3")]
         assert [row.split()[2] for row in rows] == ["20", "50"]
     assert "checks:" in proc.stdout
@@ -31,7 +31,8 @@ def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     assert "O(tail) input" in proc.stdout
     data = json.loads(out.read_text())
     results = {(r["engine"], r["turns"]): r for r in data["results"]}
-    assert set(results) == {("script", 20), ("script", 50), ("python", 20), ("python", 50)}
+    assert set(results) == {(engine, turns) for engine in ("script", "python", "python-sync")
+                            for turns in (20, 50)}
     for result in results.values():
         # W(N, T) is exactly T member turns: one node.started + node.completed per turn,
         # one message per turn but the last, plus the fixed opening and closing events.

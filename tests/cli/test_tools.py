@@ -48,12 +48,22 @@ def test_export_round_trips_a_decorator_council(wop: Wop, tmp_path: Path) -> Non
     try:
         import mycouncil  # type: ignore[import-not-found]
 
-        assert loads_spec(done.stdout) == mycouncil.council.spec
+        exported = loads_spec(done.stdout)
+        # The same declaration, with the bound handlers named as references.
+        assert [m.handler for m in exported.members] == \
+            [None, "mycouncil:writer", "mycouncil:reviewer"]
+        assert exported.model_copy(update={"members": [
+            m.model_copy(update={"handler": None}) for m in exported.members
+        ]}) == mycouncil.council.spec
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("mycouncil", None)
     (tmp_path / "exported.toml").write_text(done.stdout, encoding="utf-8")
     assert wop("validate", "exported.toml").returncode == 0
+    # It runs as written: the writer finishes, nobody asks the reviewer, the human waits.
+    ran = wop("run", "exported.toml", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["result"]["agents"][1]["result"] == {"summary": "drafted"}
 
 
 def test_export_errors_are_clear(wop: Wop, tmp_path: Path) -> None:

@@ -197,7 +197,15 @@ async def test_a_raising_handler_fails_its_turn_cleanly(make_council: MakeCounci
     error = failed["payload"]["error"]
     assert error["code"]
     assert "ValueError" in error["message"] and "boom in the handler" in error["message"]
-    assert "Traceback" not in str(list(run.events))
+    # The traceback is kept in the error's details (DESIGN.md §6), and nowhere else.
+    exception = error["details"]["exception"]
+    assert exception["type"] == "ValueError"
+    assert exception["message"] == "boom in the handler"
+    assert exception["traceback"].startswith("Traceback (most recent call last):")
+    assert 'in explode\n    raise ValueError("boom in the handler")' in exception["traceback"]
+    assert "wopdsl/engine" not in exception["traceback"]
+    rest = [e for e in run.events if e["sequence"] != failed["sequence"]]
+    assert "Traceback" not in str(rest) and "Traceback" not in error["message"]
     assert [m.id for m in run.messages] == ["team/fine/1/0"]
 
 

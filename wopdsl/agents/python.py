@@ -3,17 +3,44 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
+import signal
+import threading
+import time
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from typing import Any, ClassVar, Final, TypeVar
 
+from wopdsl.agents._workers import HandlerRaised, run_in_worker
 from wopdsl.agents.base import MemberAgent
 from wopdsl.model.turns import Reply, Turn
 
-__all__ = ["Handler", "PythonAgent", "in_context"]
+__all__ = [
+    "INLINE_THRESHOLD_S",
+    "Handler",
+    "HandlerRaised",
+    "PythonAgent",
+    "UserInterrupt",
+    "ctrl_c_in_place",
+    "in_context",
+]
+
+
+class UserInterrupt(KeyboardInterrupt):
+    """The person pressed Ctrl-C while a sync handler ran in place.
+
+    Unlike the handler's own ``KeyboardInterrupt`` (which fails its turn), it stops the run,
+    as Ctrl-C anywhere else does.
+    """
+
+
+INLINE_THRESHOLD_S: Final = 0.005
+"""Two calls in a row longer than this (seconds), or one ten times as long, move a sync
+handler's later calls off the event loop, to a daemon worker thread (one slow call alone
+may be the machine's noise: a preemption or a garbage collection)."""
 
 _T = TypeVar("_T")
 _RESULTS: Final = frozenset({Reply, dict, str})
@@ -24,10 +51,17 @@ Handler = Callable[[Turn], Any] | Callable[[Turn], Awaitable[Any]]
 
 
 class PythonAgent(MemberAgent):
-    """Runs a bound handler; sync handlers run in a worker thread, off the event loop.
+    """Runs a bound handler, sync or async.
 
     Each call runs in a fresh copy of the caller's context (as a task of its own would), so
     the engine may await a lone turn without a task per turn.
+
+    Sync handlers: :meth:`take_turn` runs them on a daemon worker thread, off the event
+    loop (a timed-out call is abandoned, and never keeps the process alive). The engine
+    may instead call a lone turn's handler in place with :meth:`call_inline` — no thread
+    hop, so a sync handler costs what an async one does — as long as :attr:`runs_inline`:
+    once one call takes longer than :data:`INLINE_THRESHOLD_S`, the handler's later calls
+    go to a worker thread.
     """
 
     kind: ClassVar[str] = "python"
@@ -36,9 +70,54 @@ class PythonAgent(MemberAgent):
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
         self._is_async = _is_async_callable(handler)
+        self._runs_inline = not self._is_async
+        self._slow = False
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the handler is a coroutine function (it runs on the event loop)."""
+        return self._is_async
+
+    @property
+    def runs_inline(self) -> bool:
+        """Whether :meth:`call_inline` may run the (sync) handler's next call in place."""
+        return self._runs_inline
+
+    def call_inline(self, turn: Turn) -> object:
+        """Call the sync handler on this thread, in a copy of the current context.
+
+        Two calls in a row longer than :data:`INLINE_THRESHOLD_S` (or one ten times as
+        long) send the later calls to a worker thread (:attr:`runs_inline` becomes false).
+        """
+        _IN_PLACE[0] += 1
+        started = time.perf_counter()
+        try:
+            return contextvars.copy_context().run(self.handler, turn)
+        finally:
+            _IN_PLACE[0] -= 1
+            took = time.perf_counter() - started
+            slow = took > INLINE_THRESHOLD_S
+            if took > 10 * INLINE_THRESHOLD_S or (slow and self._slow):
+                self._runs_inline = False
+            self._slow = slow
 
     async def take_turn(self, turn: Turn) -> object:
-        """Call the handler with the turn input."""
+        """Call the handler with the turn input.
+
+        Raises:
+            HandlerRaised: the handler raised a ``BaseException`` that is not an
+                ``Exception`` (other than cancellation).
+        """
+        try:
+            return await self._take_turn(turn)
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception:
+            raise
+        except BaseException as exc:
+            raise HandlerRaised(exc) from exc
+
+    async def _take_turn(self, turn: Turn) -> object:
         if self._is_async:
             call = self.handler(turn)
             if inspect.iscoroutine(call):
@@ -46,12 +125,52 @@ class PythonAgent(MemberAgent):
             else:
                 result = await call
         else:
-            # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns moving.
-            result = await asyncio.to_thread(self.handler, turn)
+            # Sync handlers may block (I/O, CPU); a thread keeps the loop and other turns
+            # moving. A daemon one: an abandoned (timed-out) call never holds the process.
+            result = await run_in_worker(self.handler, turn)
         # A sync wrapper (``lambda turn: work(turn)``) may hand back a coroutine: await it.
         while type(result) not in _RESULTS and inspect.isawaitable(result):
             result = await result
         return result
+
+
+_IN_PLACE = [0]
+"""How many sync handlers run in place right now (read by the Ctrl-C handler)."""
+
+
+@contextlib.contextmanager
+def ctrl_c_in_place() -> Iterator[None]:
+    """Make Ctrl-C during an in-place sync handler raise :class:`UserInterrupt` there.
+
+    Used while a run is driven on the main thread; anywhere else Ctrl-C does what it did.
+
+    A sync handler running in place blocks the loop, so asyncio's own Ctrl-C handler (which
+    cancels the main task) could not act until the handler returned; a bare
+    ``KeyboardInterrupt`` raised inside the handler would read as the handler's own failure.
+    Installed once per drive: setting a signal handler costs ~90 µs, too much per turn.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous in (signal.SIG_IGN, None):
+        yield
+        return
+
+    def on_ctrl_c(signum: int, frame: Any) -> None:
+        if _IN_PLACE[0]:
+            raise UserInterrupt
+        if callable(previous):
+            previous(signum, frame)
+        else:  # pragma: no cover - SIG_DFL: what the default would do, as Python does.
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is on_ctrl_c:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _is_async_callable(obj: object) -> bool:

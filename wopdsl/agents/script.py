@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Final, NamedTuple
 
+from wopdsl.agents._sandbox import TEMPLATE_MAX_CHARS
 from wopdsl.agents.base import MemberAgent
-from wopdsl.agents.templates import Renderer, compile_with_names
+from wopdsl.agents.templates import Renderer, TemplateProblem, compile_with_names
 from wopdsl.errors import TurnError
 from wopdsl.model.spec import ScriptStep
 from wopdsl.model.turns import Turn
@@ -42,16 +44,23 @@ _CONTEXT: Final[dict[str, Callable[[Turn], Any]]] = {
 }
 
 
-def _compile_step(step: ScriptStep) -> _CompiledStep:
+def _compile_step(step: ScriptStep, index: int) -> _CompiledStep:
     # Runs once per step at compile(): a long script has thousands (tuples, not dataclasses).
-    summary, used = compile_with_names(step.summary)
+    summary, used = _compile(step.summary, f"[{index}].summary")
     posts = []
-    for post in step.posts:
-        text, names = compile_with_names(post.text)
+    for number, post in enumerate(step.posts):
+        text, names = _compile(post.text, f"[{index}].posts[{number}].text")
         posts.append(_CompiledPost(post.room, text, tuple(post.mentions)))
         if names:
             used = used | names
     return _CompiledStep(summary, step.data, tuple(posts), _context_keys(used))
+
+
+def _compile(text: str, where: str) -> tuple[Renderer, frozenset[str]]:
+    try:
+        return compile_with_names(text)
+    except TemplateProblem as exc:
+        raise TemplateProblem(str(exc), exc.line, where) from None
 
 
 @functools.lru_cache(maxsize=256)
@@ -63,14 +72,25 @@ class ScriptAgent(MemberAgent):
     """Renders scripted results with Jinja2 (sandboxed; context = the turn input).
 
     Templates compile once, here, at ``compile()``; running out of steps fails the turn with
-    ``SCRIPT_EXHAUSTED``.
+    ``SCRIPT_EXHAUSTED``. A turn's templates render within ``timeout_s`` together (the
+    member's ``turn_timeout_ms``; ``TIMEOUT`` past it), each within the CPU-time bound and
+    ``max_chars`` characters (``TEMPLATE_LIMIT`` past them).
+
+    Args:
+        steps: The scripted results.
+        timeout_s: The turn's time limit in seconds, if any.
+        max_chars: The most characters one rendered template may hold (the member's
+            ``max_output_bytes``: a longer text could never make a valid result).
     """
 
     kind: ClassVar[str] = "script"
     inline: ClassVar[bool] = True
 
-    def __init__(self, steps: Sequence[ScriptStep]) -> None:
-        self.steps = tuple(_compile_step(step) for step in steps)
+    def __init__(self, steps: Sequence[ScriptStep], *, timeout_s: float | None = None,
+                 max_chars: int = TEMPLATE_MAX_CHARS) -> None:
+        self.steps = tuple(_compile_step(step, i) for i, step in enumerate(steps))
+        self.timeout_s = timeout_s
+        self.max_chars = max_chars
 
     async def take_turn(self, turn: Turn) -> object:
         """Render step ``turn.turn`` of the script."""
@@ -84,15 +104,21 @@ class ScriptAgent(MemberAgent):
         step = self.steps[turn.turn - 1]
         # The same values as turn_context(turn), for the keys the templates read only.
         context = {name: _CONTEXT[name](turn) for name in step.names}
+        limit, timeout = self.max_chars, self.timeout_s
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            result: dict[str, Any] = {"summary": step.summary(context)}
+            result: dict[str, Any] = {
+                "summary": step.summary(context, max_chars=limit, timeout_s=timeout)}
             if step.data is not None:
                 result["data"] = step.data
-            if step.posts:
-                result["posts"] = [
-                    {"roomId": p.room, "text": p.text(context), "mentions": list(p.mentions)}
-                    for p in step.posts
-                ]
+            for p in step.posts:
+                if deadline is not None:
+                    timeout = max(0.0, deadline - time.monotonic())
+                text = p.text(context, max_chars=limit, timeout_s=timeout)
+                result.setdefault("posts", []).append(
+                    {"roomId": p.room, "text": text, "mentions": list(p.mentions)})
+        except TurnError:
+            raise
         except Exception as exc:
             raise TurnError(
                 "RESULT_INVALID",

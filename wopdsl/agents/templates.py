@@ -1,35 +1,49 @@
-"""Jinja2 templates for members and compile(): each compiles once, renders in a sandbox."""
+"""Jinja2 templates for members and compile(): each compiles once, renders in a bounded sandbox."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any
+import time
+from typing import Any, Final, Protocol
 
-Renderer = Callable[[dict[str, Any]], str]
+from wopdsl.agents._sandbox import (
+    TEMPLATE_MAX_CHARS,
+    Budget,
+    TemplateLimit,
+    bounded_environment,
+    check_time,
+    set_budget,
+)
+
+MAX_TEMPLATE_CHARS: Final = 262_144
+"""Longest template text (a string with ``{{``, ``{%`` or ``{#``) a council may hold."""
+
+
+class Renderer(Protocol):
+    """A compiled template: renders a context to text within the given bounds."""
+
+    def __call__(self, context: dict[str, Any], /, *, max_chars: int = TEMPLATE_MAX_CHARS,
+                 timeout_s: float | None = None) -> str:
+        """Render ``context``.
+
+        Raises:
+            TemplateLimit: over ``max_chars`` characters, over the CPU-time bound, or
+                still rendering after ``timeout_s`` seconds.
+        """
 
 
 class TemplateProblem(Exception):
     """A template failed to compile; carries jinja2's message and line."""
 
-    def __init__(self, message: str, line: int | None) -> None:
+    def __init__(self, message: str, line: int | None, where: str = "") -> None:
         super().__init__(message)
         self.line = line
+        self.where = where
+        """Where in the member the template is (e.g. ``[2].posts[0].text``), if known."""
 
 
 def _is_template(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
-
-
-@functools.cache
-def _environment() -> Any:
-    # Imported here: Jinja2 costs import time that plain `import wopdsl` should not pay.
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
-    )
 
 
 def compile_template(text: str) -> Renderer:
@@ -39,8 +53,16 @@ def compile_template(text: str) -> Renderer:
         TemplateProblem: the template has a syntax error.
     """
     if not _is_template(text):
-        return lambda _context: text
+        return _plain(text)
     return _compile_jinja(text)[0]
+
+
+def _plain(text: str) -> Renderer:
+    def render(_context: dict[str, Any], /, *, max_chars: int = TEMPLATE_MAX_CHARS,
+               timeout_s: float | None = None) -> str:
+        return text
+
+    return render
 
 
 _NO_NAMES: frozenset[str] = frozenset()
@@ -57,7 +79,7 @@ def compile_with_names(text: str) -> tuple[Renderer, frozenset[str]]:
         TemplateProblem: the template has a syntax error.
     """
     if not _is_template(text):
-        return (lambda _context: text), _NO_NAMES
+        return _plain(text), _NO_NAMES
     return _compile_jinja(text)
 
 
@@ -69,12 +91,21 @@ def _compile_jinja(text: str) -> tuple[Renderer, frozenset[str]]:
     # Syntax errors raise and are therefore never cached.
     from jinja2 import TemplateSyntaxError, meta
 
-    env = _environment()
+    if len(text) > MAX_TEMPLATE_CHARS:
+        raise TemplateProblem(f"the template is {len(text)} characters long; the limit is "
+                              f"{MAX_TEMPLATE_CHARS}", None)
+    env = bounded_environment()
     try:
-        template = env.from_string(text)
-        names = frozenset(meta.find_undeclared_variables(env.parse(text)))
+        tree = env.parse(text)
+        names = frozenset(meta.find_undeclared_variables(tree))
+        template = env.from_string(tree)
     except TemplateSyntaxError as exc:
         raise TemplateProblem(exc.message or str(exc), exc.lineno) from None
+    except (RecursionError, MemoryError, SyntaxError, ValueError, OverflowError) as exc:
+        # Parsing and compiling recurse per nesting level (parentheses, blocks); Python's
+        # compiler refuses more than 100 nested blocks (IndentationError / SyntaxError).
+        raise TemplateProblem(f"the template is too deeply nested or too large to compile "
+                              f"({type(exc).__name__})", None) from None
     # What Template.render does, minus its per-call copies: the context's parent is a fresh
     # dict of the template's globals plus the caller's variables, exactly as render() builds
     # it (new_context(..., shared=False) merges the same two), and the Context gets the same
@@ -86,14 +117,32 @@ def _compile_jinja(text: str) -> tuple[Renderer, frozenset[str]]:
     concat = env.concat
     handle_exception = env.handle_exception
 
-    def render(context: dict[str, Any]) -> str:
+    def render(context: dict[str, Any], /, *, max_chars: int = TEMPLATE_MAX_CHARS,
+               timeout_s: float | None = None) -> str:
+        budget = Budget(max_chars, 0.0,
+                        None if timeout_s is None else time.monotonic() + timeout_s, timeout_s)
+        previous = set_budget(budget)
         try:
             ctx = context_class(env, {**template_globals, **context}, name, blocks,
                                 globals=template_globals)
-            text: str = concat(root(ctx))
-            return text
+            size = 0
+            parts = []
+            for part in root(ctx):
+                size += len(part)
+                if size > max_chars:
+                    raise TemplateLimit("TEMPLATE_LIMIT", f"a template's output went over "
+                                        f"{max_chars} characters (its member's byte limit)")
+                parts.append(part)
+                check_time(budget)
+            return concat(parts)  # type: ignore[no-any-return]
+        except TemplateLimit:
+            raise
+        except RecursionError:
+            raise TemplateLimit("TEMPLATE_LIMIT", "a template recursed too deeply") from None
         except Exception:
             handle_exception()  # Re-raises the exception, with the template's traceback.
             raise  # pragma: no cover - handle_exception always raises.
+        finally:
+            set_budget(previous)
 
     return render, names

@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # argparse: --help/--version exit 0, bad arguments exit 2.
         return exc.code if isinstance(exc.code, int) else 2
-    ctx = Context(store_arg=args.store, out=out, err=err)
+    ctx = Context(store_arg=args.store, out=out, err=err, debug=bool(args.debug))
     try:
         code: int = args.func(ctx, args)
         return code

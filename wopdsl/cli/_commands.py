@@ -34,7 +34,7 @@ TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     """``wop validate FILE``: load and compile; print a summary."""
     council = load_council(args.file)
-    graph = council.compile()
+    graph = council.check_runnable()
     graph.check_rosters(args.max_participants)
     spec = graph.spec
     settings = spec.council
@@ -57,10 +57,6 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
         tail = f" ({'; '.join(extra)})" if extra else ""
         print(f"    {member.id} [{member.spec.role}] engine={member.spec.engine} "
               f"cap={member.cap}{tail}", file=out)
-    unbound = graph.unbound()
-    if unbound:
-        print(f"  note: python members without a handler yet: {', '.join(unbound)} "
-              "(bind them before running)", file=out)
     out.flush()
     return EXIT_OK
 
@@ -103,7 +99,8 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
         printer = LivePrinter(ctx.out)
         for event in events:
             printer.feed(event)
-        print_stop(args.run, state, ctx.out, ctx.err, store_flag=ctx.store_flag)
+        print_stop(args.run, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
+                   debug=ctx.debug)
     return exit_code_for_status(state.status)
 
 

@@ -105,7 +105,8 @@ def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> in
     if as_json:
         print_json(run_json(run.run_id, state), ctx.out)
     else:
-        print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag)
+        print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
+                   debug=ctx.debug)
     if state.status not in TERMINAL and ctx.is_memory:
         print("note: the memory: store ends with this command, and the run with it; use a "
               "store file to continue it later", file=ctx.err, flush=True)

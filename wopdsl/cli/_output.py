@@ -143,8 +143,11 @@ def print_json(doc: Any, out: TextIO) -> None:
 
 
 def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
-               store_flag: str = "") -> None:
-    """Print the final answers, the status line and what to do next."""
+               store_flag: str = "", debug: bool = False) -> None:
+    """Print the final answers, the status line and what to do next.
+
+    With ``debug``, a failed run also shows each failed handler's traceback.
+    """
     if state.members:
         print("\nresults", file=out)
         for member in state.members.values():
@@ -170,9 +173,26 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                             str(error.get("message", "the run failed")),
                             hint=f"see the log with `wop{store_flag} events {run_id}`")
         print(failure.render(), file=err, flush=True)
+        if debug:
+            print_failures(state, err)
     elif status not in ("completed", "cancelled"):
         print(f"the run has not stopped; continue it with `wop{store_flag} resume {run_id}`",
               file=out, flush=True)
+
+
+def print_failures(state: CouncilState, err: TextIO) -> None:
+    """Print the recorded exception and traceback of every member whose last turn failed."""
+    for member in state.members.values():
+        error = member.error if member.failed else None
+        if not error:
+            continue
+        details = error.get("details")
+        exception = details.get("exception") if isinstance(details, dict) else None
+        head = f"\n{member.id} failed: {error.get('code')}: {error.get('message')}"
+        print(terminal_safe(head), file=err)
+        if isinstance(exception, dict) and exception.get("traceback"):
+            print(terminal_safe(str(exception["traceback"]).rstrip()), file=err)
+    err.flush()
 
 
 def waiting_text(run_id: str, state: CouncilState, store_flag: str = "") -> str:

@@ -35,6 +35,8 @@ class Context:
     """Standard error."""
     run_id: str | None = None
     """The run a command is executing, once known (named when the user interrupts)."""
+    debug: bool = False
+    """``--debug``: tracebacks, including failed handlers' (recorded in the log)."""
     _store: EventStore | None = field(default=None, repr=False)
 
     @property

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.human import ExternalAgent, HumanAgent
 from wopdsl.agents.python import Handler, PythonAgent
 from wopdsl.agents.script import ScriptAgent
-from wopdsl.agents.templates import TemplateProblem, compile_template
+from wopdsl.agents.templates import Renderer, TemplateProblem, compile_template
+from wopdsl.compile._turn_schema import schema_checker
 from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
+from wopdsl.compile.handlers import handler_reference, import_handler
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
-__all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile"]
+__all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile", "handler_reference"]
 
 
 def compile(
@@ -68,10 +67,15 @@ def compile(
             cap=member.max_turns or settings.max_turns_per_member,
             rooms=tuple(r.id for r in spec.rooms if member.id in r.members),
             brief=brief,
-            agent=_agent(member, index, handlers, base_dir, problems),
+            agent=_agent(member, index, handlers, base_dir, problems,
+                         timeout / 1000 if timeout else None,
+                         member.max_output_bytes or settings.max_output_bytes),
             turn_timeout_s=timeout / 1000 if timeout else None,
             max_input_bytes=member.max_input_bytes or settings.max_input_bytes,
             max_output_bytes=member.max_output_bytes or settings.max_output_bytes,
+            retries=settings.retries if member.retries is None else member.retries,
+            retry_backoff_ms=settings.retry_backoff_ms if member.retry_backoff_ms is None
+            else member.retry_backoff_ms,
         )
     unknown = sorted(set(handlers) - set(members))
     problems.extend(
@@ -93,19 +97,20 @@ def _with_source(problem: Problem, source: str | None) -> Problem:
                    problem.column)
 
 
-def _template(text: str, path: str, problems: list[Problem]) -> Callable[[dict[str, Any]], str]:
+def _template(text: str, path: str, problems: list[Problem]) -> Renderer:
     try:
         return compile_template(text)
     except TemplateProblem as exc:
-        problems.append(Problem(f"template syntax error: {exc} (template line {exc.line})",
+        line = f" (template line {exc.line})" if exc.line else ""
+        problems.append(Problem(f"template syntax error: {exc}{line}",
                                 path=path, hint="fix the Jinja2 template syntax"))
-        return lambda _context: text
+        return compile_template("")
 
 
 def _compile_room(room: RoomSpec, problems: list[Problem]) -> CompiledRoom:
     check = None
     if room.turn_schema is not None:
-        check = _schema_checker(room.turn_schema, f"rooms ({room.id}).turn_schema", problems)
+        check = schema_checker(room.turn_schema, f"rooms ({room.id}).turn_schema", problems)
     return CompiledRoom(
         id=room.id,
         members=tuple(room.members),
@@ -116,42 +121,14 @@ def _compile_room(room: RoomSpec, problems: list[Problem]) -> CompiledRoom:
     )
 
 
-def _schema_checker(
-    schema: dict[str, Any], path: str, problems: list[Problem]
-) -> Callable[[dict[str, Any]], str | None] | None:
-    try:
-        import jsonschema
-    except ImportError:  # pragma: no cover - jsonschema is a core dependency of turn schemas.
-        problems.append(Problem("turn_schema needs the jsonschema package", path=path,
-                                hint="pip install 'wopdsl[conformance]'"))
-        return None
-    validator_cls = jsonschema.validators.validator_for(
-        schema, default=jsonschema.Draft202012Validator
-    )
-    try:
-        validator_cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        problems.append(Problem(f"turn_schema is not a valid JSON Schema: {exc.message}",
-                                path=path, hint="fix the schema (JSON Schema draft 2020-12)"))
-        return None
-    validator = validator_cls(schema)
-
-    def check(content: dict[str, Any]) -> str | None:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(content))
-        if error is None:
-            return None
-        where = "/".join(str(p) for p in error.absolute_path) or "content"
-        return f"{where}: {error.message}"
-
-    return check
-
-
 def _agent(
     member: MemberSpec,
     index: int,
     handlers: Mapping[str, Handler],
     base_dir: str | Path | None,
     problems: list[Problem],
+    timeout_s: float | None = None,
+    max_output_bytes: int = 262_144,
 ) -> MemberAgent | None:
     if member.engine == "human":
         return HumanAgent()
@@ -159,10 +136,12 @@ def _agent(
         return ExternalAgent()
     if member.engine == "script":
         try:
-            return ScriptAgent(member.script or [])
+            return ScriptAgent(member.script or [], timeout_s=timeout_s,
+                               max_chars=max_output_bytes)
         except TemplateProblem as exc:
-            problems.append(Problem(f"template syntax error in script: {exc}",
-                                    path=f"members[{index}].script",
+            line = f" (template line {exc.line})" if exc.line else ""
+            problems.append(Problem(f"template syntax error in script: {exc}{line}",
+                                    path=f"members[{index}].script{exc.where}",
                                     hint="fix the Jinja2 template syntax"))
             return None
     if member.id in handlers:
@@ -177,19 +156,3 @@ def _agent(
                                 hint="name a module:function importable from the council "
                                      "file's folder"))
         return None
-
-
-def import_handler(reference: str, base_dir: str | Path | None) -> Handler:
-    """Import ``module:function``, looking in ``base_dir`` first."""
-    module_name, _, attr = reference.partition(":")
-    folder = str(Path(base_dir).resolve()) if base_dir is not None else None
-    if folder is not None and folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = importlib.import_module(module_name)
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part)
-    if not callable(target):
-        raise TypeError(f"{reference} is not callable")
-    handler: Handler = target
-    return handler

@@ -55,6 +55,10 @@ class CompiledMember:
     """Turn-input size cap."""
     max_output_bytes: int
     """Turn-result size cap."""
+    retries: int = 0
+    """How many times a failed turn runs again."""
+    retry_backoff_ms: int = 100
+    """Base delay before a retry (doubling with each retry)."""
 
     @property
     def id(self) -> str:

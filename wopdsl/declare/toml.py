@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from wopdsl.declare._bounds import data_problem, parse_failure, size_problem
 from wopdsl.declare._messages import describe_error
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
 from wopdsl.errors import DeclarationError, Problem
@@ -115,6 +116,9 @@ def load_declaration(path: str | os.PathLike[str]) -> Declaration:
     """
     source = os.fspath(path)
     try:
+        too_big = size_problem(Path(source).stat().st_size, source)
+        if too_big is not None:
+            raise DeclarationError(too_big)
         raw = Path(source).read_bytes()
     except FileNotFoundError:
         raise DeclarationError(
@@ -184,10 +188,16 @@ def loads_declaration(text: str, source: str = "<string>") -> Declaration:
     """
     # A byte order mark is not TOML, but editors add it; it is invisible, so drop it.
     text = text.removeprefix("\ufeff")
+    too_big = size_problem(len(text), source)
+    if too_big is not None:
+        raise DeclarationError(too_big)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DeclarationError(_syntax_problem(exc, text, source)) from None
+    except (RecursionError, ValueError, MemoryError) as exc:
+        # Nesting deeper than the parser's recursion, or an integer of 4,301+ digits.
+        raise DeclarationError(parse_failure(text, source, exc)) from None
     source_map = SourceMap(text)
     spec = _validate(data, source_map, source)
 
@@ -238,6 +248,13 @@ def _with_source(problem: Problem, source: str | None) -> Problem:
 
 
 def _validate(data: Any, source_map: SourceMap | None, source: str | None) -> CouncilSpec:
+    deep = data_problem(data)
+    if deep is not None:
+        loc, message = deep
+        line, column = (source_map and source_map.locate(loc)) or (None, None)
+        raise DeclarationError(Problem(message, format_path(loc, data),
+                                       "flatten the value; load deeply nested data in a "
+                                       "handler instead", source, line, column))
     try:
         spec = CouncilSpec.model_validate(data)
     except PydanticValidationError as exc:

@@ -31,7 +31,10 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
             "triggers": [m.to_wire() for m in triggers],
         }
         try:
-            brief = member.brief(context)
+            brief = member.brief(context, max_chars=member.max_input_bytes,
+                                 timeout_s=member.turn_timeout_s)
+        except TurnError:
+            raise  # TEMPLATE_LIMIT, or TIMEOUT past turn_timeout_ms
         except Exception as exc:
             raise TurnError(
                 "validation_error",

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from wopdsl._ids import Clock, message_id
+from wopdsl.agents.python import ctrl_c_in_place
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._endings import Endings
-from wopdsl.engine._inputs import build_turn
-from wopdsl.engine._results import check_result
+from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms, take_turn
 from wopdsl.engine.human import HumanDoor, HumanInput
 from wopdsl.errors import RunBusy, StoreConflict, TurnError
 from wopdsl.protocol import payloads as p
@@ -72,6 +72,8 @@ class Engine(HumanDoor, Endings):
         self._expiry: asyncio.TimerHandle | None = None
         """Fires the council deadline of a waiting run this process holds (RFC 0005 §I)."""
         self._expiring: asyncio.Task[bool] | None = None
+        self._retry_wait: float | None = None
+        """Seconds to wait before re-dispatching turns that failed with retries left."""
 
     # -- public operations -----------------------------------------------------------------
 
@@ -124,12 +126,18 @@ class Engine(HumanDoor, Endings):
             async with self._lock:
                 self._catch_up()  # What a driver that just let go appended.
                 self._resumed()
-            await self._drive_batches()
+            with ctrl_c_in_place():
+                await self._drive_batches()
         self._schedule_expiry()
         return self.state.status
 
     async def _drive_batches(self) -> None:
         while True:
+            if self._retry_wait is not None:
+                # A retry waits its delay outside the lock (a human may post meanwhile).
+                wait, self._retry_wait = self._retry_wait, None
+                remaining = self._remaining()
+                await asyncio.sleep(wait if remaining is None else min(wait, remaining))
             # The lock covers one batch at a time, so a human may post between batches.
             async with self._lock:
                 if self.state.terminal:
@@ -320,7 +328,8 @@ class Engine(HumanDoor, Endings):
 
     def _chain(self) -> list[Inflight] | None:
         """Dispatch the next batch (unflushed) unless the run stops or someone waits."""
-        if self.state.terminal or self._waiting or self._deadline_passed():
+        if self.state.terminal or self._waiting or self._deadline_passed() or \
+                self._retry_wait is not None:
             return None
         return self._next_batch(flush=False)
 
@@ -340,7 +349,7 @@ class Engine(HumanDoor, Endings):
         if now - self._yielded >= _YIELD_EVERY:
             self._yielded = now
             await asyncio.sleep(0)
-        outcome = await self._take_turn(inflight)
+        outcome = await self._take_turn(inflight, alone=True)
         if self._driver is not None and self._driver.cancelling():
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
         return self._settle_after_input([inflight], [outcome], timed_out=False)
@@ -348,14 +357,27 @@ class Engine(HumanDoor, Endings):
     def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
                 *, timed_out: bool) -> None:
         failure: tuple[str, TurnError] | None = None
-        for inflight, outcome in zip(batch, outcomes, strict=True):
+        # A failed turn with retries left runs again (node.retried, then after its delay a
+        # new node.started) unless another turn of the batch failed for good.
+        retry = [isinstance(o, TurnError) and self._retryable(i, o)
+                 for i, o in zip(batch, outcomes, strict=True)]
+        fatal = timed_out or any(isinstance(o, TurnError) and not r
+                                 for o, r in zip(outcomes, retry, strict=True))
+        for inflight, outcome, again in zip(batch, outcomes, retry, strict=True):
             member = inflight.member
             if isinstance(outcome, TurnError):
-                self._emit("node.failed", {
-                    "nodeId": member, "attempts": inflight.attempt + 1,
-                    "error": {"code": outcome.code, "message": outcome.message or outcome.code,
-                              **({"details": outcome.details} if outcome.details else {})},
-                }, node_id=member)
+                error = {"code": outcome.code, "message": outcome.message or outcome.code,
+                         **({"details": outcome.details} if outcome.details else {})}
+                if again and not fatal:
+                    delay = retry_delay_ms(self.graph.members[member], inflight.attempt + 1)
+                    self._emit("node.retried", {"nodeId": member,
+                                                "attempt": inflight.attempt + 1,
+                                                "delayMs": delay, "lastError": error},
+                               node_id=member)
+                    self._retry_wait = max(self._retry_wait or 0.0, delay / 1000)
+                    continue
+                self._emit("node.failed", {"nodeId": member, "attempts": inflight.attempt + 1,
+                                           "error": error}, node_id=member)
                 failure = failure or (member, outcome)
                 continue
             self._emit("node.completed", {"nodeId": member, "outputs": outcome},
@@ -367,33 +389,16 @@ class Engine(HumanDoor, Endings):
         if timed_out:
             self._time_out()
         elif failure is not None:
-            member, error = failure
-            self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
-                       f"{error.message}", member, details={"nodeError": error.code})
+            member, err = failure
+            self._fail("TEAM_NODE_FAILED", f"member {member} failed: {err.code}: "
+                       f"{err.message}", member, details={"nodeError": err.code})
         # The caller commits: the completions of one settled batch share one transaction.
 
-    async def _take_turn(self, inflight: Inflight) -> dict[str, Any] | TurnError:
-        member = self.graph.members[inflight.member]
-        try:
-            turn = build_turn(self.state, member, inflight)
-            assert member.agent is not None
-            call = member.agent.take_turn(turn)
-            if member.turn_timeout_s is not None:
-                raw = await asyncio.wait_for(call, member.turn_timeout_s)
-            else:
-                raw = await call
-            return check_result(self.graph, self.state, member, raw)
-        except TurnError as exc:
-            return exc
-        except TimeoutError:
-            return TurnError("TIMEOUT", f"{member.id} did not answer within "
-                             f"{member.turn_timeout_s:g} s (turn_timeout_ms)")
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # this turn was cancelled (run cancelled, detached or timed out)
-            # The handler let a CancelledError of its own escape: that fails the turn only.
-            return TurnError("TEAM_NODE_FAILED", f"{member.id} raised CancelledError")
-        except Exception as exc:
-            return TurnError("TEAM_NODE_FAILED",
-                             f"{member.id} raised {type(exc).__name__}: {exc}")
+    def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
+        return error.code not in NOT_RETRIED and \
+            inflight.attempt < self.graph.members[inflight.member].retries
+
+    async def _take_turn(self, inflight: Inflight, *, alone: bool = False
+                         ) -> dict[str, Any] | TurnError:
+        return await take_turn(self.graph, self.state, self.graph.members[inflight.member],
+                               inflight, alone=alone)

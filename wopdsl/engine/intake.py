@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from wopdsl._ids import parse_mentions
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._results import post_problem
 from wopdsl.errors import ValidationError
+from wopdsl.model.mentions import parse_mentions
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.protocol.payloads import agent_ref
 from wopdsl.state import CouncilState

@@ -44,6 +44,15 @@ Ident = Annotated[
 PositiveSafeInt = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INT)]
 """A positive safe integer: 1 ... 2**53 - 1."""
 
+MAX_RETRIES = 100
+"""Most retries a turn may have (``retries``)."""
+MAX_RETRY_BACKOFF_MS = 3_600_000
+"""Longest base delay between retries (``retry_backoff_ms``: one hour)."""
+Retries = Annotated[StrictInt, Field(ge=0, le=MAX_RETRIES)]
+"""How many times a failed turn runs again: 0 ... 100."""
+BackoffMs = Annotated[StrictInt, Field(ge=0, le=MAX_RETRY_BACKOFF_MS)]
+"""Base delay before a retry in milliseconds: 0 ... 3,600,000."""
+
 EngineKind = Literal["python", "script", "human", "external"]
 """Who produces a member's turns."""
 
@@ -122,6 +131,10 @@ class CouncilSettings(_Frozen):
     """Default cap on the JSON size of a member's turn input."""
     max_output_bytes: PositiveSafeInt = 262_144
     """Default cap on the JSON size of a member's turn result."""
+    retries: Retries = 0
+    """Default number of times a failed turn runs again (``node.retried`` before each)."""
+    retry_backoff_ms: BackoffMs = 100
+    """Default base delay before a retry; retry n waits ``retry_backoff_ms × 2^(n−1)``."""
 
 
 class RoomSpec(_Frozen):
@@ -185,6 +198,10 @@ class MemberSpec(_Frozen):
     """Override of the council's turn-input size cap."""
     max_output_bytes: PositiveSafeInt | None = None
     """Override of the council's turn-result size cap."""
+    retries: Retries | None = None
+    """Override of the council's ``retries``."""
+    retry_backoff_ms: BackoffMs | None = None
+    """Override of the council's ``retry_backoff_ms``."""
 
 
 class CouncilSpec(_Frozen):

@@ -62,6 +62,9 @@ class MemberState:
     """Last successful result."""
     failed: bool = False
     """Whether its last turn failed."""
+    error: dict[str, Any] | None = None
+    """The error its last failed turn ended with (``node.failed.error``: code, message and,
+    for a handler's exception, ``details.exception`` with type, message and traceback)."""
 
     @property
     def human(self) -> bool:
@@ -300,6 +303,8 @@ class CouncilState:
         member = self._finish(event)
         if member is not None:
             member.failed = True
+            error = event["payload"].get("error")
+            member.error = error if isinstance(error, dict) else None
 
     def _node_cancelled(self, event: RunEventDoc) -> None:
         self.inflight.pop(event["payload"].get("nodeId", ""), None)

@@ -1,0 +1,124 @@
+"""Import ``handler = "module:function"`` with each council folder its own namespace.
+
+A handler module found in the council file's folder is imported as a submodule of a
+package private to that folder (``_wopdsl_councils.f<digest>.agents``), so two councils
+whose folders both hold an ``agents.py`` never share a module (DESIGN.md §6). The folder is
+never put in front of ``sys.path`` (a ``json.py`` beside a council file must not shadow the
+standard library for the whole process): while the handler module is imported, the folder
+is appended to ``sys.path`` so its own absolute imports of sibling modules resolve, after
+the standard library and installed packages. Modules not in the folder (installed
+packages) import as usual.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.machinery
+import importlib.util
+import re
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+from wopdsl.agents.python import Handler
+
+__all__ = ["NAMESPACE", "handler_reference", "import_handler", "public_module_name"]
+
+NAMESPACE: Final = "_wopdsl_councils"
+"""The package under which each council folder's handler modules are imported."""
+_LOCK = threading.Lock()
+_REFERENCE: Final = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def handler_reference(handler: object) -> str:
+    """Return the ``module:function`` a council file names ``handler`` by.
+
+    Raises:
+        ValueError: the handler cannot be named in a file (a lambda, a nested function, a
+            partial, a callable object, or a function of a script run as ``__main__``),
+            with the reason.
+    """
+    if isinstance(handler, functools.partial):
+        raise ValueError("it is a functools.partial; wrap the call in a module-level function")
+    module = getattr(handler, "__module__", None)
+    qualname = getattr(handler, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        raise ValueError(f"a {type(handler).__name__} object has no module-level name; "
+                         "use a module-level function")
+    if "<" in qualname:
+        raise ValueError(f"{qualname} is a lambda or a nested function; define it at the top "
+                         "level of a module")
+    if module == "__main__":
+        raise ValueError(f"{qualname} is defined in a script run as __main__; move it into a "
+                         "module the council file can import")
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    if target is not handler:
+        raise ValueError(f"{module}:{qualname} does not lead back to this handler")
+    reference = f"{public_module_name(module)}:{qualname}"
+    if not _REFERENCE.match(reference):
+        raise ValueError(f"{reference!r} is not a module:function reference")
+    return reference
+
+
+def import_handler(reference: str, base_dir: str | Path | None) -> Handler:
+    """Import ``module:function`` from the council folder ``base_dir`` (or installed).
+
+    Raises:
+        Exception: whatever importing the module raises; ``AttributeError`` for a missing
+            function; ``TypeError`` when the target is not callable.
+    """
+    module_name, _, attr = reference.partition(":")
+    module = _import(module_name, Path(base_dir).resolve() if base_dir is not None else None)
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"{reference} is not callable")
+    handler: Handler = target
+    return handler
+
+
+def public_module_name(name: str) -> str:
+    """The name a module has in a council file (``agents`` for a namespaced one)."""
+    if name.startswith(NAMESPACE + "."):
+        return name.split(".", 2)[2] if name.count(".") >= 2 else name
+    return name
+
+
+def _import(module_name: str, folder: Path | None) -> ModuleType:
+    top = module_name.split(".", 1)[0]
+    if folder is None or not ((folder / f"{top}.py").is_file() or (folder / top).is_dir()):
+        return importlib.import_module(module_name)
+    with _LOCK:
+        package = _namespace(folder)
+        entry = str(folder)
+        added = entry not in sys.path
+        if added:
+            sys.path.append(entry)
+        try:
+            return importlib.import_module(f"{package}.{module_name}")
+        finally:
+            if added and entry in sys.path:
+                sys.path.remove(entry)
+
+
+def _namespace(folder: Path) -> str:
+    if NAMESPACE not in sys.modules:
+        root = importlib.util.module_from_spec(
+            importlib.machinery.ModuleSpec(NAMESPACE, None, is_package=True))
+        root.__path__ = []
+        sys.modules[NAMESPACE] = root
+    name = f"{NAMESPACE}.f{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}"
+    if name not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+        package = importlib.util.module_from_spec(spec)
+        package.__path__ = [str(folder)]
+        sys.modules[name] = package
+    return name
