@@ -1,0 +1,70 @@
+"""A real PostgreSQL server for the tests: one fresh database per test.
+
+The server comes from ``$WOPDSL_TEST_POSTGRES`` (a connection string whose role may create
+databases), which ``.ci/postgres.sh`` starts and prints. Without it the PostgreSQL tests are
+skipped, and say how to start one; in CI (``CI=true``) they fail instead, never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+ENV = "WOPDSL_TEST_POSTGRES"
+
+
+def server_url() -> str:
+    """The admin connection string, or skip (fail in CI) when no server is configured."""
+    url = os.environ.get(ENV, "")
+    if url:
+        return url
+    reason = (f"no PostgreSQL server: set {ENV} (e.g. {ENV}=\"$(.ci/postgres.sh)\", which "
+              "installs and starts one on loopback)")
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(f"{reason}; CI never skips these tests", pytrace=False)
+    pytest.skip(reason)
+
+
+def url_for(database: str, base: str | None = None) -> str:
+    """``base`` (the server's URL) pointed at another database."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(base or server_url())
+    params["dbname"] = database
+    return make_conninfo("", **params)
+
+
+def admin_execute(statement: str, *params: object) -> list[tuple[object, ...]]:
+    """Run one statement on the server's own database (autocommit) and return its rows."""
+    import psycopg
+
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        cursor = conn.execute(statement, params or None)
+        return cursor.fetchall() if cursor.description else []
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """Create an empty database, yield its URL, and drop it (and its sessions) afterwards."""
+    import psycopg
+
+    base = server_url()
+    name = f"wopdsl_t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url_for(name, base)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A real PostgreSQL database of its own for this test (dropped afterwards)."""
+    with fresh_database() as url:
+        yield url
