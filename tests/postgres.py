@@ -30,12 +30,11 @@ def server_url() -> str:
 
 
 def url_for(database: str, base: str | None = None) -> str:
-    """``base`` (the server's URL) pointed at another database."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    """``base`` (the server's ``postgresql://`` URL) pointed at another database."""
+    from urllib.parse import urlsplit, urlunsplit
 
-    params = conninfo_to_dict(base or server_url())
-    params["dbname"] = database
-    return make_conninfo("", **params)
+    parts = urlsplit(base or server_url())
+    return urlunsplit(parts._replace(path=f"/{database}"))
 
 
 def admin_execute(statement: str, *params: object) -> list[tuple[object, ...]]:
@@ -61,10 +60,3 @@ def fresh_database() -> Iterator[str]:
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A real PostgreSQL database of its own for this test (dropped afterwards)."""
-    with fresh_database() as url:
-        yield url

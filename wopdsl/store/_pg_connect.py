@@ -32,8 +32,8 @@ _DEFAULTS: Final = {
 _URL_PASSWORD: Final = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*):"
                                   r"(?P<password>.*)@(?P<rest>[^@]*)$", re.S)
 _KV_PASSWORD: Final = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
-_HINT_URL: Final = "write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE (or libpq's " \
-                   "key=value form), as --store or WOP_STORE"
+_HINT_URL: Final = "write it as postgresql://USER:PASSWORD@HOST:PORT/DATABASE, as --store or " \
+                   "WOP_STORE"
 
 
 def redact(target: str) -> str:

@@ -122,18 +122,25 @@ def prepare(conn: psycopg.Connection, target: Target) -> str:
         if version == SCHEMA_VERSION:
             return str(schema)
         _check_known(version, target)
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key(schema, "migrate"),))
-            version = _version(conn)  # Another host may have done it meanwhile.
-            _check_known(version, target)
-            for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[step]:
-                    conn.execute(statement)  # static DDL
-            if version == 0:
-                conn.execute("INSERT INTO wopdsl_schema (version) VALUES (%s)",
-                              (SCHEMA_VERSION,))
-            else:
-                conn.execute("UPDATE wopdsl_schema SET version = %s", (SCHEMA_VERSION,))
+        # A session lock taken before the transaction: the transaction then starts after
+        # the other host's commit and sees its tables (catalog caches are refreshed when a
+        # transaction starts, not when an advisory lock is granted).
+        lock = key(schema, "migrate")
+        conn.execute("SELECT pg_advisory_lock(%s)", (lock,))
+        try:
+            with conn.transaction():
+                version = _version(conn)  # Another host may have done it meanwhile.
+                _check_known(version, target)
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in _MIGRATIONS[step]:
+                        conn.execute(statement)  # static DDL
+                if version == 0:
+                    conn.execute("INSERT INTO wopdsl_schema (version) VALUES (%s)",
+                                  (SCHEMA_VERSION,))
+                else:
+                    conn.execute("UPDATE wopdsl_schema SET version = %s", (SCHEMA_VERSION,))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
         return str(schema)
     except psycopg.Error as exc:
         raise target.error("prepare the wopdsl tables in", exc) from None
