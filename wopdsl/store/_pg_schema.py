@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Final
 
+from wopdsl.errors import RunNotFound
 from wopdsl.store._pg_connect import Target
 
 if TYPE_CHECKING:
@@ -96,13 +97,14 @@ def channel(schema: str) -> str:
     return "wopdsl_" + hashlib.blake2b(schema.encode(), digest_size=8).hexdigest()
 
 
-def prepare(conn: psycopg.Connection, target: Target) -> str:
+def prepare(conn: psycopg.Connection, target: Target, *, create: bool = True) -> str:
     """Create or migrate the store's tables in ``conn``'s current schema; return the schema.
 
     Concurrent hosts opening a new database at once are serialised by an advisory lock, so
     the tables are made exactly once.
 
     Raises:
+        RunNotFound: ``create`` is false and the schema has no store tables yet.
         StoreError: no schema to create the tables in, a schema newer than this wopdsl, or
             the role may not create or read them.
     """
@@ -122,6 +124,11 @@ def prepare(conn: psycopg.Connection, target: Target) -> str:
         if version == SCHEMA_VERSION:
             return str(schema)
         _check_known(version, target)
+        if version == 0 and not create:
+            raise RunNotFound(
+                f"no store at {target.where} (schema {schema}): it has no runs yet",
+                hint="start a run with `wop run FILE`, or point --store (or WOP_STORE) at "
+                     "the store that holds the run")
         # A session lock taken before the transaction: the transaction then starts after
         # the other host's commit and sees its tables (catalog caches are refreshed when a
         # transaction starts, not when an advisory lock is granted).

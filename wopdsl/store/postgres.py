@@ -11,18 +11,17 @@ import gc
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
-import orjson
 import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store import _pg_schema as sql
+from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._pg_claims import Claims
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
 from wopdsl.store.base import EventStore, RunInfo
-from wopdsl.store.sqlite import _decode_exact, _encode, _is_valid
 
 __all__ = ["PostgresStore"]
 
@@ -48,6 +47,8 @@ class PostgresStore(EventStore):
             an error, a log line or :func:`repr`.
         pool_size: Most connections the store opens for reads and appends at once.
         timeout: Seconds to wait for a pooled connection before failing.
+        create: When false, a database without the store's tables is not given them;
+            :class:`~wopdsl.RunNotFound` is raised instead (reading needs existing runs).
 
     Raises:
         StoreError: the string is invalid, the server is down or refuses the credentials,
@@ -57,14 +58,15 @@ class PostgresStore(EventStore):
         >>> store = PostgresStore("postgresql://wop@db.internal/councils")  # doctest: +SKIP
     """
 
-    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 15.0) -> None:
+    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 15.0,
+                 create: bool = True) -> None:
         self.target: Target = parse(url)
         """The server and database (``target.where`` prints them without the password)."""
         self.timeout = timeout
         self._closed = False
         conn = self.target.connect("setup")
         try:
-            self.schema = sql.prepare(conn, self.target)
+            self.schema = sql.prepare(conn, self.target, create=create)
             """The schema holding the store's tables."""
         finally:
             conn.close()
@@ -121,7 +123,7 @@ class PostgresStore(EventStore):
             return
         self.check_expected(run_id, events, expected_sequence)
         try:
-            bodies = [_encode(event) for event in events]
+            bodies = [encode_event(event) for event in events]
         except (TypeError, ValueError, RecursionError) as exc:
             raise EventInvalid(
                 f"run {run_id}: an event cannot be stored as JSON: {exc}",
@@ -281,13 +283,13 @@ class PostgresStore(EventStore):
         expected = max(after + 1, 0)
         for sequence, body in rows:
             try:
-                event = orjson.loads(body) if body[:1] == "{" else _decode_exact(body)
+                event = decode_body(body)
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(
                     f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
                     hint="the log was written by another tool or corrupted; restore a backup",
                 ) from None
-            if sequence != expected or not _is_valid(event, run_id, sequence):
+            if sequence != expected or not is_valid_record(event, run_id, sequence):
                 self._reject(event, run_id, sequence, expected)
             events.append(event)
             expected += 1
