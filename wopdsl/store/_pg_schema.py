@@ -69,7 +69,7 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
     ),
 }
 
-APPEND: Final = "SELECT wopdsl_append(%s, %s, %s, %s, %s, %s, %s)"
+APPEND: Final = "SELECT wopdsl_append(%s, %s, %b, %b, %s, %s, %s)"
 SELECT_LAST: Final = "SELECT max(sequence) FROM wopdsl_events WHERE run_id = %s"
 SELECT_EVENTS: Final = (
     "SELECT sequence, body FROM wopdsl_events WHERE run_id = %s AND sequence > %s "
