@@ -73,8 +73,22 @@ def fresh_database(server: str) -> Iterator[str]:
     try:
         yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
     finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop(server, name)
+
+
+def drop(server: str, name: str) -> None:
+    """Drop a database, waiting out an autovacuum worker (FORCE may not end it)."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        for attempt in range(50):
+            try:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                return
+            except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectInUse):
+                if attempt == 49:
+                    raise
+                time.sleep(0.1)
 
 
 # -- figure 1: W(N, T) next to its floor ---------------------------------------------------

@@ -8,6 +8,7 @@ skipped, and say how to start one; in CI (``CI=true``) they fail instead, never 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,4 +60,11 @@ def fresh_database() -> Iterator[str]:
         yield url_for(name, base)
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            for attempt in range(50):  # An autovacuum worker may hold on for a moment.
+                try:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                    break
+                except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectInUse):
+                    if attempt == 49:
+                        raise
+                    time.sleep(0.1)
