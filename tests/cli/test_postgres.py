@@ -53,6 +53,7 @@ def test_every_read_command_works_on_postgresql(wop: Wop, release_team: Path,
     assert [(r["runId"], r["status"]) for r in json.loads(runs.stdout)] == [("r1", "completed")]
     events = _clean(wop("events", "r1", "--store", pg_url), pg_url)
     assert json_lines(events.stdout) == _read(pg_url, "r1")
+    assert _password(pg_url) not in json.dumps(_read(pg_url, "r1"))  # Nor in any event.
     replay = _clean(wop("replay", "r1", "--json", "--store", pg_url), pg_url)
     assert replay.returncode == 0 and json.loads(replay.stdout)["status"] == "completed"
     transcript = _clean(wop("transcript", "r1", "--store", pg_url), pg_url)

@@ -278,8 +278,9 @@ def test_pooled_connections_killed_by_the_server_are_replaced(pg_url: str) -> No
 
 
 async def test_a_subscriber_whose_listener_dies_catches_up_without_gap_or_duplicate(
-    pg_url: str,
+    pg_url: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     store, writer = PostgresStore(pg_url), PostgresStore(pg_url)
     received: list[int] = []
     try:
@@ -316,3 +317,7 @@ async def test_a_subscriber_whose_listener_dies_catches_up_without_gap_or_duplic
         store.close()
         writer.close()
     assert received == [0, 1, 2, 3, 4, 5]
+    assert "lost the LISTEN connection to postgresql://" in caplog.text  # Logged, and ...
+    from urllib.parse import urlsplit
+
+    assert str(urlsplit(pg_url).password) not in caplog.text  # ... never with the password.
