@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench bench-postgres clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+## The PostgreSQL store's figures, on the server $$WOPDSL_TEST_POSTGRES names (.ci/postgres.sh).
+bench-postgres: $(STAMP)
+	$(PY) bench/postgres.py
 
 clean:
 	rm -rf $(VENV) .wop build *.egg-info

@@ -27,6 +27,18 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A database of its own on the real PostgreSQL server (dropped afterwards).
+
+    Skipped without ``$WOPDSL_TEST_POSTGRES``, except in CI, where it fails.
+    """
+    from tests.postgres import fresh_database
+
+    with fresh_database() as url:
+        yield url
+
+
+@pytest.fixture
 def sqlite_store(db_path: Path) -> Iterator[SqliteStore]:
     """A real SQLite store on a fresh file in ``tmp_path``, closed after the test."""
     store = SqliteStore(db_path)

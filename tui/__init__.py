@@ -25,8 +25,8 @@ def run_app(target: str, store: str | None = None, *,
 
     Args:
         target: A council file (``*.toml``) to start, or the id of a stored or running run.
-        store: The event store (SQLite path or ``memory:``); default ``$WOP_STORE`` or
-            ``.wop/runs.db``.
+        store: The event store (SQLite path, ``postgresql://`` URL or ``memory:``); default
+            ``$WOP_STORE`` or ``.wop/runs.db``.
         max_participants: The host's roster limit per room for a started run.
 
     Returns:
@@ -49,7 +49,7 @@ def _resolve(target: str, store: str | None) -> wopdsl.Council | wopdsl.Run:
     if target.endswith(".toml") or os.sep in target or path.is_file():
         return wopdsl.load(path)
     where = store or os.environ.get("WOP_STORE") or wopdsl.store.DEFAULT_STORE
-    if where not in ("memory:", ":memory:") and not Path(
+    if wopdsl.store.is_file_target(where) and not Path(
             where.removeprefix("sqlite:///")).exists():
         # Opening a missing SQLite file would create it: refuse before touching the disk.
         raise wopdsl.RunNotFound(f"run {target} not found: there is no store at {where}",

@@ -51,6 +51,7 @@ CODES: Final[tuple[str, ...]] = (
     "TIMEOUT",
     "validation_error",
     "STORE_CONFLICT",
+    "STORE_ERROR",
     "EVENT_INVALID",
     "RUN_NOT_FOUND",
 )

@@ -55,3 +55,26 @@ def test_profile_prints_the_top_functions() -> None:
     assert "completed" in proc.stdout
     assert "== top 5 by cumulative ==" in proc.stdout
     assert "== top 5 by tottime ==" in proc.stdout
+
+
+def test_postgres_bench_prints_both_figures(tmp_path: Path) -> None:
+    from tests.postgres import server_url
+
+    url = server_url()  # Skips without a server (fails in CI).
+    out = tmp_path / "pg.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH.with_name("postgres.py")), "--url", url, "--turns", "10,20",
+         "--repeat", "1", "--seconds", "0.5", "--hosts", "1,2", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    password = url.split("@")[0].rsplit(":", 1)[1]
+    assert password not in proc.stdout + proc.stderr
+    assert "x floor1" in proc.stdout and "runs per second" in proc.stdout
+    data = json.loads(out.read_text())
+    assert [r["turns"] for r in data["w_nt"]] == [10, 20]
+    for row in data["w_nt"]:
+        assert row["us_per_turn"] > 0 and row["floor1_us_per_turn"] > 0
+        assert row["events"] == data["w_nt"][0]["events"] + 3 * (row["turns"] - 10)
+    assert [h["hosts"] for h in data["hosts"]] == [1, 2]
+    assert all(h["runs"] > 0 for h in data["hosts"])

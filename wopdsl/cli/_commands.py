@@ -145,7 +145,7 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
         print_json(rows, ctx.out)
         return EXIT_OK
     if not rows:
-        print(f"no runs in {ctx.store_target}", file=ctx.out, flush=True)
+        print(f"no runs in {ctx.store_shown}", file=ctx.out, flush=True)
         return EXIT_OK
     table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "STARTED")] + [
         (r["runId"], r["council"], r["status"], str(r["events"]), r["startedAt"]) for r in rows

@@ -120,13 +120,13 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     store = ctx.store()
     if args.run_id is not None and store.exists(args.run_id):
         raise CommandError("STORE_CONFLICT", f"run {args.run_id} already exists in "
-                           f"{ctx.store_target}",
+                           f"{ctx.store_shown}",
                            hint=f"choose another --run-id, or continue it with "
                                 f"`wop{ctx.store_flag} resume {args.run_id}`")
 
     async def begin() -> tuple[Run, str]:
         run = council.start(store, args.run_id, max_participants=args.max_participants)
-        return run, f"run {run.run_id} (council {council.id}, store {ctx.store_target})"
+        return run, f"run {run.run_id} (council {council.id}, store {ctx.store_shown})"
 
     return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.wait)
 
@@ -176,7 +176,7 @@ def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
 
     async def begin() -> tuple[Run, str]:
         run = council.open(args.run, ctx.store())
-        return run, f"run {run.run_id} (council {council.id}, store {ctx.store_target})"
+        return run, f"run {run.run_id} (council {council.id}, store {ctx.store_shown})"
 
     return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.resume)
 
@@ -250,6 +250,6 @@ def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
         new_id = fork(store, args.run, args.from_, mode=args.mode, run_id=args.run_id)
         return council.open(new_id, store), (
             f"run {new_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
-            f"store {ctx.store_target})")
+            f"store {ctx.store_shown})")
 
     return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.resume)

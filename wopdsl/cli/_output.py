@@ -13,6 +13,7 @@ from wopdsl import (
     EventStore,
     RunFailed,
     RunNotFound,
+    StoreError,
     ValidationError,
     WopError,
 )
@@ -64,10 +65,16 @@ def exit_code_for_status(status: str) -> int:
 
 
 def exit_code_for_error(error: WopError) -> int:
-    """Map an error to the CLI exit code: 2 for invalid input, 1 otherwise."""
+    """Map an error to the CLI exit code: 2 for invalid input, 1 otherwise.
+
+    ``STORE_ERROR`` (a store that cannot be opened or read) is 2 as well; its subclasses
+    with their own codes (``STORE_CONFLICT``, ``EVENT_INVALID``) keep 1.
+    """
     if isinstance(error, CommandError):
         return error.exit_code
     if isinstance(error, DeclarationError | ValidationError | RunNotFound):
+        return EXIT_INVALID
+    if error.code == StoreError.code:
         return EXIT_INVALID
     return EXIT_FAILED
 

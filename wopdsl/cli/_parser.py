@@ -12,10 +12,12 @@ from wopdsl.cli import _commands, _drive
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
 _EPILOG = """\
-exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input,
-3 waiting for a human's input, 4 run not stopped (replay of an interrupted run)
+exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
+that cannot be opened or read, 3 waiting for a human's input, 4 run not stopped (replay of an
+interrupted run)
 
-store: --store PATH (a SQLite file) or --store memory:; default $WOP_STORE, else .wop/runs.db
+store: --store PATH (a SQLite file), --store postgresql://USER:PASSWORD@HOST:PORT/DB
+(needs wopdsl[postgres]) or --store memory:; default $WOP_STORE, else .wop/runs.db
 docs: docs/cli.md, error codes: docs/errors.md
 """
 
@@ -60,8 +62,9 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     """Options taken before or after the command (`wop --store X runs`, `wop runs --store X`)."""
     parent = argparse.ArgumentParser(add_help=False)
     default: Any = argparse.SUPPRESS if suppress else None
-    parent.add_argument("--store", metavar="PATH", default=default,
-                        help="SQLite file or memory: (default: $WOP_STORE or .wop/runs.db)")
+    parent.add_argument("--store", metavar="STORE", default=default,
+                        help="SQLite file, postgresql://USER:PASSWORD@HOST:PORT/DB or memory: "
+                             "(default: $WOP_STORE or .wop/runs.db)")
     parent.add_argument("--debug", action="store_true",
                         default=argparse.SUPPRESS if suppress else False,
                         help="show tracebacks")

@@ -20,7 +20,7 @@ from wopdsl import (
     open_store,
 )
 from wopdsl.errors import Problem
-from wopdsl.store import is_memory, require_run, store_target
+from wopdsl.store import describe_target, is_memory, require_run, store_target
 
 
 @dataclass
@@ -41,8 +41,16 @@ class Context:
 
     @property
     def store_target(self) -> str:
-        """The store actually used: ``--store``, else ``$WOP_STORE``, else ``.wop/runs.db``."""
+        """The store actually used: ``--store``, else ``$WOP_STORE``, else ``.wop/runs.db``.
+
+        It may hold a password: print :attr:`store_shown` instead.
+        """
         return store_target(self.store_arg)
+
+    @property
+    def store_shown(self) -> str:
+        """:attr:`store_target` fit to print (a URL's password becomes ``***``)."""
+        return describe_target(self.store_target)
 
     @property
     def is_memory(self) -> bool:
@@ -54,7 +62,7 @@ class Context:
         """`` --store PATH`` to repeat in hints, or ``""`` for the default store."""
         if self.store_arg is None:
             return ""
-        return f" --store {shlex.quote(self.store_arg)}"
+        return f" --store {shlex.quote(describe_target(self.store_arg))}"
 
     def store(self, *, create: bool = True) -> EventStore:
         """Open the store once.
@@ -75,7 +83,7 @@ class Context:
 
     def require_run(self, run_id: str) -> EventStore:
         """Return the store, after checking it holds ``run_id``."""
-        return require_run(self.store(create=False), run_id, where=self.store_target,
+        return require_run(self.store(create=False), run_id, where=self.store_shown,
                            runs=f"wop{self.store_flag} runs")
 
 

@@ -1,0 +1,318 @@
+"""The PostgreSQL event store: one database shared by many host processes and machines.
+
+Needs the ``postgres`` extra (``pip install 'wopdsl[postgres]'``: psycopg 3 and its pool).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, NoReturn, TypeVar
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from wopdsl.errors import EventInvalid, StoreConflict, StoreError
+from wopdsl.protocol.envelope import RunEventDoc, check_event
+from wopdsl.store import _pg_schema as sql
+from wopdsl.store._codec import decode_body, encode_event, is_valid_record
+from wopdsl.store._pg_claims import Claims
+from wopdsl.store._pg_connect import Target, parse
+from wopdsl.store._pg_listen import Listener
+from wopdsl.store.base import EventStore, RunInfo
+
+__all__ = ["PostgresStore"]
+
+_T = TypeVar("_T")
+_GC_PAUSE_ROWS: Final = 1000
+"""Reads of at least this many records pause the cyclic GC while decoding."""
+
+
+class PostgresStore(EventStore):
+    """Keeps every run's events in a PostgreSQL database that many hosts share.
+
+    Appends are one round trip and one transaction each (a server-side function checks the
+    run's length, inserts the batch and notifies at commit), with the ``(run_id, sequence)``
+    primary key as the optimistic-concurrency backstop. Subscribers are woken by
+    ``LISTEN/NOTIFY`` across processes and machines; claims are session advisory locks on
+    the store's driving connection, which the server releases when the holder dies. The
+    tables (``wopdsl_*``, in the connection's current schema) are created and migrated by
+    the store itself.
+
+    Args:
+        url: ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (``postgres://`` too, and
+            any libpq parameter, e.g. ``?sslmode=require``). The password never appears in
+            an error, a log line or :func:`repr`.
+        pool_size: Most connections the store opens for reads and appends at once.
+        timeout: Seconds to wait for a pooled connection before failing.
+        create: When false, a database without the store's tables is not given them;
+            :class:`~wopdsl.RunNotFound` is raised instead (reading needs existing runs).
+
+    Raises:
+        StoreError: the string is invalid, the server is down or refuses the credentials,
+            the database is missing, or its tables are newer than this wopdsl.
+
+    Example:
+        >>> store = PostgresStore("postgresql://wop@db.internal/councils")  # doctest: +SKIP
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 15.0,
+                 create: bool = True) -> None:
+        self.target: Target = parse(url)
+        """The server and database (``target.where`` prints them without the password)."""
+        self.timeout = timeout
+        self._closed = False
+        conn = self.target.connect("setup")
+        try:
+            self.schema = sql.prepare(conn, self.target, create=create)
+            """The schema holding the store's tables."""
+        finally:
+            conn.close()
+        self._channel = sql.channel(self.schema)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.target.conninfo, min_size=1, max_size=max(1, pool_size), open=False,
+            kwargs={"autocommit": True, "application_name": self.target.application_name},
+            name="wopdsl", timeout=timeout, num_workers=1,
+        )
+        self._pool.open(wait=False)
+        self._claims = Claims(self.target, self.schema)
+        self._listener = Listener(self.target, self._channel)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.target.where!r})"
+
+    # -- claims ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def claim(self, run_id: str) -> Iterator[None]:
+        """Hold the right to execute ``run_id``, in this process and on every host.
+
+        Takes a session advisory lock on the store's driving connection, through which the
+        run's appends then go. The server releases it when the holder ends in any way
+        (``kill -9``, a lost connection), so another host can resume the run at once; and
+        an old driver that lost its connection cannot append any more.
+
+        Raises:
+            RunBusy: another driver (here or on another host) holds the run.
+            StoreError: the server cannot be reached.
+        """
+        with super().claim(run_id):
+            self._check_open()
+            self._claims.acquire(run_id)
+            try:
+                yield
+            finally:
+                self._claims.release(run_id)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
+        """Append atomically in one transaction (see :meth:`EventStore.append`).
+
+        Raises:
+            StoreConflict: the run's length is not ``expected_sequence``; nothing was written.
+            EventInvalid: an event cannot be encoded as JSON; nothing was written.
+            StoreError: the server cannot be reached, or the run's claim was lost.
+        """
+        if not events:
+            current = self.last_sequence(run_id)
+            if current + 1 != expected_sequence:
+                raise _conflict(run_id, expected_sequence, current)
+            return
+        self.check_expected(run_id, events, expected_sequence)
+        try:
+            bodies = [encode_event(event) for event in events]
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise EventInvalid(
+                f"run {run_id}: an event cannot be stored as JSON: {exc}",
+                hint="payloads must hold only JSON values (no NaN, sets, objects or cycles)",
+            ) from None
+        first = events[0]
+        params = (run_id, expected_sequence, [e["type"] for e in events], bodies,
+                  str(first["payload"].get("workflowId", "")), first["timestamp"],
+                  self._channel)
+
+        def call(conn: psycopg.Connection[Any]) -> int:
+            try:
+                row = conn.execute(sql.APPEND, params).fetchone()
+            except psycopg.errors.UniqueViolation:
+                # Another writer committed the same sequence while this one waited for it.
+                raise _conflict(run_id, expected_sequence, None) from None
+            return -1 if row is None or row[0] is None else int(row[0])
+
+        self._check_open()
+        with self._claims.connection_for(run_id) as driver:
+            if driver is not None:
+                held = call(driver)  # Its failures are translated by connection_for.
+            else:
+                held = self._with_conn(f"append to run {run_id} on", call,
+                                       retry=lambda: self._landed(run_id, events))
+        if held + 1 != expected_sequence:
+            raise _conflict(run_id, expected_sequence, held)
+        self._listener.wake(run_id)  # Subscribers in this process, without the round trip.
+
+    def _landed(self, run_id: str, events: Sequence[RunEventDoc]) -> int | None:
+        """After a connection died mid-append: did the batch commit before it did?
+
+        Returns:
+            The run's length before the batch if it did (the append succeeded), ``None`` if
+            it did not (the append is made again).
+        """
+        last = events[-1]
+        rows = self.read(run_id, last["sequence"] - 1)
+        if rows and rows[0] == last:
+            return events[0]["sequence"] - 1
+        return None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, run_id: str, after: int = -1) -> list[RunEventDoc]:
+        """Return events with ``sequence > after``, checked as they are decoded.
+
+        Raises:
+            EventInvalid: a record is not JSON, is not a valid ``RunEventDoc``, has an
+                unsupported ``schemaVersion``, or does not match its row (run, sequence).
+        """
+        rows: list[tuple[int, str]] = self._with_conn(
+            f"read run {run_id} from",
+            lambda conn: conn.execute(sql.SELECT_EVENTS, (run_id, after)).fetchall())
+        pause_gc = len(rows) >= _GC_PAUSE_ROWS and gc.isenabled()
+        if pause_gc:
+            gc.disable()
+        try:
+            return self._decode_rows(run_id, after, rows)
+        finally:
+            if pause_gc:
+                gc.enable()
+
+    def runs(self) -> list[RunInfo]:
+        """List every run, oldest first (no event is decoded)."""
+        rows = self._with_conn("list runs in",
+                               lambda conn: conn.execute(sql.SELECT_RUNS).fetchall())
+        return [RunInfo(str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4])) for r in rows]
+
+    def last_sequence(self, run_id: str) -> int:
+        """Return the run's last sequence, or -1 when it has no events."""
+        row = self._with_conn(f"read run {run_id} from",
+                              lambda conn: conn.execute(sql.SELECT_LAST, (run_id,)).fetchone())
+        return -1 if row is None or row[0] is None else int(row[0])
+
+    async def wait_for_change(self, run_id: str, after: int) -> None:
+        """Wait until the run has events after ``after``, woken by ``LISTEN/NOTIFY``.
+
+        Appends by any host wake the waiter at commit; there is no polling. If the listening
+        connection is lost, it is made again and every waiter re-checks, so a subscriber
+        catches up from its own last sequence without a gap or a duplicate.
+        """
+        self._check_open()
+        listener = self._listener
+        if not listener.started:
+            await asyncio.to_thread(listener.start, self.timeout)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        # Register before checking, so an append between the two is never missed.
+        listener.add(run_id, loop, future)
+        try:
+            if self.last_sequence(run_id) > after:
+                return
+            await future
+        finally:
+            listener.discard(run_id, future)
+
+    def close(self) -> None:
+        """Close every connection (claims are released); later calls raise ``StoreError``."""
+        if self._closed:
+            return
+        self._closed = True
+        self._listener.stop()
+        self._claims.close()
+        self._pool.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self!r} is closed", hint="open the store again; close() is final")
+
+    def _with_conn(self, doing: str, use: Callable[[psycopg.Connection[Any]], _T],
+                   retry: Callable[[], _T | None] | None = None) -> _T:
+        """Run ``use`` on a pooled connection; once more on another if this one was dead.
+
+        ``retry`` decides, for a call that may have landed (an append), what to return
+        instead of calling again (``None``: call again).
+        """
+        self._check_open()
+        for attempt in (1, 2):
+            conn: psycopg.Connection[Any] | None = None
+            try:
+                with self._pool.connection() as conn:
+                    return use(conn)
+            except (StoreError, EventInvalid):
+                raise
+            except PoolTimeout:
+                raise self._unreachable(doing) from None
+            except PoolClosed:
+                raise StoreError(f"{self!r} is closed",
+                                 hint="open the store again; close() is final") from None
+            except psycopg.OperationalError as exc:
+                dead = conn is not None and (conn.broken or conn.closed)
+                if attempt == 2 or not dead:
+                    raise self.target.error(doing, exc) from None
+                self._pool.check()  # Drop the other connections the outage killed.
+                if retry is not None:
+                    outcome = retry()
+                    if outcome is not None:
+                        return outcome
+            except psycopg.Error as exc:
+                raise self.target.error(doing, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unreachable(self, doing: str) -> StoreError:
+        """Why no pooled connection came: try one directly, for the server's own reason."""
+        conn = self.target.connect("probe")  # Raises the clear error if the server is down.
+        conn.close()
+        return self.target.error(doing, f"all {self._pool.max_size} pooled connections "
+                                 f"stayed busy for {self.timeout:g} s",
+                                 "other threads hold the store's connections; raise pool_size")
+
+    def _decode_rows(self, run_id: str, after: int, rows: list[tuple[int, str]]) \
+            -> list[RunEventDoc]:
+        events: list[RunEventDoc] = []
+        expected = max(after + 1, 0)
+        for sequence, body in rows:
+            try:
+                event = decode_body(body)
+            except (TypeError, ValueError) as exc:
+                raise EventInvalid(
+                    f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
+                    hint="the log was written by another tool or corrupted; restore a backup",
+                ) from None
+            if sequence != expected or not is_valid_record(event, run_id, sequence):
+                self._reject(event, run_id, sequence, expected)
+            events.append(event)
+            expected += 1
+        return events
+
+    def _where(self, run_id: str, sequence: int) -> str:
+        return f"{self.target.where} run {run_id} #{sequence}"
+
+    def _reject(self, event: Any, run_id: str, sequence: int, expected: int) -> NoReturn:
+        where = self._where(run_id, sequence)
+        check_event(event, where=where)  # The precise message for shape and version problems.
+        hint = "the log was written by another tool or corrupted; restore a backup"
+        if sequence != expected:
+            raise EventInvalid(f"{where}: log has a gap (expected #{expected} next)", hint=hint)
+        if event["runId"] != run_id or event["sequence"] != sequence:
+            raise EventInvalid(f"{where}: record says run {event['runId']} "
+                               f"#{event['sequence']}, not the row it is stored in", hint=hint)
+        raise EventInvalid(f"{where}: malformed event record", hint=hint)
+
+
+def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
+    held = "more events" if current is None else f"{current + 1} events"
+    return StoreConflict(
+        f"run {run_id}: expected to append at sequence {expected}, but the log holds {held}",
+        hint="another writer is executing this run; attach to it instead of resuming",
+    )
