@@ -9,6 +9,7 @@ from typing import Any
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
 from wopdsl.cli import _commands, _drive
+from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
 _EPILOG = """\
@@ -34,6 +35,21 @@ def _participants(text: str) -> int:
     if value < 2:
         raise argparse.ArgumentTypeError(f"must be an integer >= 2 (got {text!r})")
     return value
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low} (got {text!r})")
+        return value
+
+    return parse
 
 
 def _sequence(text: str) -> int:
@@ -143,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
+
+    add_serve(sub, common, _at_least)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
     cmd.add_argument("run", metavar="RUN")

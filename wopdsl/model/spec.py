@@ -184,6 +184,9 @@ class MemberSpec(_Frozen):
     """Override of the council's turn-input size cap."""
     max_output_bytes: PositiveSafeInt | None = None
     """Override of the council's turn-result size cap."""
+    principal: Ident | None = None
+    """For a member whose turns come from outside (``human``): the only principal (an HTTP
+    host's bearer-token owner, ``wop serve --tokens``) allowed to speak as this member."""
 
 
 class CouncilSpec(_Frozen):
