@@ -59,6 +59,7 @@ class Api:
         doc = capabilities(self.limits.max_participants,
                            implementation={"name": "wopdsl", "version": __version__})
         doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
+        doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
         return doc
 
