@@ -78,7 +78,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
               for r in api.routes()]
-    routes.append(Route("/{path:path}", _guard(_no_route),
+    routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error})
@@ -115,8 +115,12 @@ def _error_response(exc: ApiError) -> Response:
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
-async def _no_route(request: Request) -> Response:
+async def _no_route(routes: list[Route], request: Request) -> Response:
     path = request.url.path
+    allowed = sorted({m for r in routes if r.path_regex.match(path) for m in r.methods or ()})
+    if allowed:
+        raise ApiError(405, "method_not_allowed", f"{request.method} is not allowed on {path}",
+                       {"allowed": allowed}, headers={"Allow": ", ".join(allowed)})
     if path.startswith("/v1/") or path.startswith("/.well-known/"):
         raise ApiError(404, "not_found", f"no such endpoint: {request.method} {path}",
                        {"hint": "see GET /v1/openapi.json"})
