@@ -117,12 +117,29 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
           f"auth: {auth}", file=ctx.err, flush=True)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
                             lifespan="on", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+    server = _server_class(uvicorn)(config)
     server.run()
     if not server.started:
         raise CommandError("STORE_ERROR", f"could not serve on {args.host}:{args.port}",
                            hint="is the port free? pick another with --port")
     return 0
+
+
+def _server_class(uvicorn: Any) -> Any:
+    """uvicorn's server, except that a stop asked by SIGINT/SIGTERM is a clean exit (0).
+
+    uvicorn re-raises the signal it shut down for, which would end the process with 130 or
+    -15; ``wop serve`` documents exit 0 on a clean stop.
+    """
+
+    class Server(uvicorn.Server):  # type: ignore[misc,name-defined]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list):
+                captured.clear()
+
+    return Server
 
 
 __all__ = ["DeclarationError", "add_serve", "cmd_serve", "discover"]

@@ -86,6 +86,8 @@ class Subscriber:
         """
         store, run_id = self.feed.store, self.feed.run_id
         cursor = after
+        if self.dropped:
+            return
         # Catch up from the store (this subscriber is already registered: nothing is lost).
         for event in store.read(run_id, cursor):
             frame = encode(event)  # type: ignore[arg-type]
