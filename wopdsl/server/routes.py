@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from wopdsl import __version__
+from wopdsl import CouncilSpec, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
 from wopdsl.server.config import Tokens
@@ -212,16 +212,10 @@ class Api:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
                            headers={"Retry-After": "5"})
-        from wopdsl.engine import fork
-
         try:
             new_id = fork(self.host.store, run_id, from_seq, mode=mode)
-        except Exception as exc:
-            from wopdsl import WopError
-
-            if isinstance(exc, WopError):
-                raise from_wop_error(exc) from None
-            raise
+        except WopError as exc:
+            raise from_wop_error(exc) from None
         run = self.host.adopt(new_id)
         return JSONResponse({"runId": new_id, "sourceRunId": run_id, "fromSeq": from_seq,
                              "mode": mode, "status": run.status,
@@ -233,8 +227,6 @@ def _principal(request: Request) -> str:
 
 
 def _council_spec(run: Any) -> Any:
-    from wopdsl import CouncilSpec
-
     if run.council is not None:
         return run.council.spec
     return CouncilSpec.model_validate(run.state.council)
