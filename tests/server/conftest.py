@@ -120,7 +120,7 @@ def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if time.monotonic() > deadline:
                     proc.kill()
-                    raise AssertionError(f"wop serve did not come up:\n{served.logs()}")
+                    raise AssertionError(f"wop serve did not come up:\n{served.logs()}") from None
                 time.sleep(0.05)
     return served
 

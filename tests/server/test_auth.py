@@ -88,15 +88,15 @@ def test_tokens_never_appear_in_logs_errors_or_events(serve: Any, tokens_file: P
             ("POST", "/v1/runs", {"workflowId": "nope"}),
             ("GET", "/v1/runs/missing", None),
         ]:
-            status, answer, _ = served.request(method, path, body, token=token)
+            _, answer, _ = served.request(method, path, body, token=token)
             bodies.append(str(answer))
     run_ids = [b for b in bodies if "runId" in b]
     assert run_ids
-    status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "desk"}, token=ALICE)
+    _, created, _ = served.request("POST", "/v1/runs", {"workflowId": "desk"}, token=ALICE)
     served.token = ALICE
     served.wait_status(created["runId"], "waiting-input")
     for token in (BOB, ALICE):
-        status, answer, _ = served.request(
+        _, answer, _ = served.request(
             "POST", f"/v1/runs/{created['runId']}/interrupts/room:chat", TURN, token=token)
         bodies.append(str(answer))
     served.wait_status(created["runId"], "completed")

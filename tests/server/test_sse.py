@@ -129,7 +129,7 @@ def test_a_stream_of_an_ended_run_ends_at_once(serve: Any) -> None:
     run_id = _create(served, "desk")
     served.wait_status(run_id, "waiting-input")
     assert served.request("POST", f"/v1/runs/{run_id}/cancel", {})[0] == 200
-    status, page, _ = served.request("GET", f"/v1/runs/{run_id}/events")
+    page = served.request("GET", f"/v1/runs/{run_id}/events")[1]
     last = page["lastEventSeq"]
     conn, resp = _open(served, run_id, last)
     assert [f for kind, f in _frames(resp) if kind == "event" and "data" in f] == []

@@ -126,13 +126,13 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _server_class(uvicorn: Any) -> Any:
-    """uvicorn's server, except that a stop asked by SIGINT/SIGTERM is a clean exit (0).
+    """Return uvicorn's server class, where a SIGINT/SIGTERM stop is a clean exit (0).
 
     uvicorn re-raises the signal it shut down for, which would end the process with 130 or
     -15; ``wop serve`` documents exit 0 on a clean stop.
     """
 
-    class Server(uvicorn.Server):  # type: ignore[misc,name-defined]
+    class Server(uvicorn.Server):  # type: ignore[misc]
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
             captured = getattr(self, "_captured_signals", None)

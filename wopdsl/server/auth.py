@@ -37,6 +37,7 @@ class BearerAuth:
         self.tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

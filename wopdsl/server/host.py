@@ -107,7 +107,7 @@ class Host:
         Raises:
             ApiError: 404 ``workflow_not_found``.
         """
-        council = self.councils.get(workflow_id)
+        council: Council | None = self.councils.get(workflow_id)
         if council is None:
             raise ApiError(404, "workflow_not_found", f"no council with id {workflow_id!r} is "
                            "served here", {"workflows": sorted(self.councils)})
@@ -276,10 +276,10 @@ async def _first_event(run: Run) -> None:
 
 def _deadline_in(run: Run) -> float | None:
     """Seconds until the run's council ``timeout_ms`` passes (``None`` without one)."""
-    council = run.council
-    timeout = council.settings.timeout_ms if council is not None else None
-    started = run.state.started_ms
-    if timeout is None or not started:
+    state = run.state
+    timeout = (state.council.get("council") or {}).get("timeout_ms")
+    started = state.started_ms
+    if not isinstance(timeout, int) or not started:
         return None
     return max(0.0, (started + timeout) / 1000 - time.time())
 

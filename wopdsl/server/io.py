@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -95,10 +96,8 @@ def want_str(data: dict[str, Any], field: str, *, optional: bool = False,
 def want_int(value: Any, field: str, *, low: int, high: int | None = None) -> int:
     """Return ``value`` as an integer in ``[low, high]`` (400 otherwise); strings are parsed."""
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             value = int(value)
-        except ValueError:
-            pass
     if isinstance(value, bool) or not isinstance(value, int) or value < low or \
             (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"

@@ -228,7 +228,7 @@ def _principal(request: Request) -> str:
 
 def _council_spec(run: Any) -> Any:
     if run.council is not None:
-        return run.council.spec
+        return run.council.compile().spec
     return CouncilSpec.model_validate(run.state.council)
 
 

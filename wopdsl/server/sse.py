@@ -10,15 +10,15 @@ with a comment saying so, and reconnects with ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from wopdsl import EventStore
 from wopdsl.server.errors import ApiError
-from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Subscriber
+from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Frame, Subscriber
 from wopdsl.server.io import JSONResponse, want_int
 
 __all__ = ["events_json", "poll", "stream"]
@@ -80,7 +80,7 @@ async def poll(feeds: Feeds, store: EventStore, run_id: str, after: int, timeout
     if not events and not _ended(store, run_id) and timeout > 0:
         subscriber = feeds.subscribe(run_id)
         try:
-            gen = subscriber.frames(after, idle=timeout)
+            gen = cast(AsyncGenerator[Frame | None, None], subscriber.frames(after, idle=timeout))
             try:
                 first = await asyncio.wait_for(anext(gen), timeout + 1)
             except (StopAsyncIteration, TimeoutError):
