@@ -30,16 +30,16 @@ async def test_a_slow_subscriber_is_dropped_and_resumes_without_loss(tmp_path: P
     store.append("r", [_event("r", 0)], 0)
     feeds = Feeds(store, Limits(subscriber_buffer=4))
     slow = feeds.subscribe("r")
-    slow_frames = slow.frames(-1, idle=1)
+    slow_frames = slow.batches(-1, idle=1)
     first = await anext(slow_frames)  # It reads the first event, then stalls.
-    assert first is not None and first.sequence == 0
+    assert first is not None and [f.sequence for f in first] == [0]
     fast = feeds.subscribe("r")
     fast_seen: list[int] = []
 
     async def read_fast() -> None:
-        async for frame in fast.frames(-1, idle=5):
-            assert frame is not None
-            fast_seen.append(frame.sequence)
+        async for batch in fast.batches(-1, idle=5):
+            assert batch is not None
+            fast_seen.extend(frame.sequence for frame in batch)
 
     reader = asyncio.ensure_future(read_fast())
     await _settle()
@@ -50,13 +50,14 @@ async def test_a_slow_subscriber_is_dropped_and_resumes_without_loss(tmp_path: P
     assert fast_seen == list(range(30)) and not fast.dropped
     # The slow one never read: it fell more than 4 events behind and was dropped.
     assert slow.dropped
-    got = [0] + [f.sequence async for f in slow_frames if f is not None]
+    got = [0] + [f.sequence async for b in slow_frames if b is not None for f in b]
     assert got == [0]  # When it reads again, its stream just ends: nothing was kept for it.
     fast.close()
     assert feeds.count == 0
     # Reconnecting after the last event it saw loses nothing and repeats nothing.
     again = feeds.subscribe("r")
-    rest = [f.sequence async for f in again.frames(got[-1], idle=1) if f is not None]
+    rest = [f.sequence async for b in again.batches(got[-1], idle=1) if b is not None
+            for f in b]
     assert got + rest == list(range(30))
     again.close()
     store.close()

@@ -32,6 +32,9 @@ TERMINAL_TYPES: Final = frozenset({"run.completed", "run.failed", "run.cancelled
 
 _log = logging.getLogger("wopdsl.server")
 
+_CATCH_UP_BATCH: Final = 256
+"""Stored events sent per write when a subscriber catches up."""
+
 
 @dataclass(frozen=True, slots=True)
 class Frame:
@@ -77,42 +80,48 @@ class Subscriber:
             self._buffer.append(frame)
         self._ready.set()
 
-    async def frames(self, after: int, idle: float | None = None
-                     ) -> AsyncIterator[Frame | None]:
-        """Yield frames after sequence ``after``: the stored ones first, then live ones.
+    async def batches(self, after: int, idle: float | None = None
+                      ) -> AsyncIterator[list[Frame] | None]:
+        """Yield the frames after sequence ``after``, in batches: stored ones, then live ones.
 
-        Yields ``None`` after ``idle`` seconds without an event (a keep-alive tick). Ends
-        after the run's terminal event, or when the subscriber is dropped.
+        Each batch holds what is ready at once (one write to the client, not one per
+        event). Yields ``None`` after ``idle`` seconds without an event (a keep-alive tick).
+        Ends after the run's terminal event, or when the subscriber is dropped.
         """
         store, run_id = self.feed.store, self.feed.run_id
         cursor = after
         if self.dropped:
             return
         # Catch up from the store (this subscriber is already registered: nothing is lost).
-        for event in store.read(run_id, cursor):
-            frame = encode(event)  # type: ignore[arg-type]
-            cursor = frame.sequence
-            yield frame
-            if frame.terminal:
-                return
-        if self._ended(cursor):
+        stored = [encode(event) for event in store.read(run_id, cursor)]  # type: ignore[arg-type]
+        for start in range(0, len(stored), _CATCH_UP_BATCH):
+            batch = stored[start:start + _CATCH_UP_BATCH]
+            cursor = batch[-1].sequence
+            yield batch
+        if (stored and stored[-1].terminal) or self._ended(cursor):
             return
         while not self.dropped:
+            batch = []
+            ended = False
             while self._buffer:
                 frame = self._buffer.popleft()
                 if frame.sequence <= cursor:
                     continue
                 cursor = frame.sequence
-                yield frame
+                batch.append(frame)
                 if frame.terminal:
-                    return
-            if self.dropped:
+                    ended = True
+                    break
+            if batch:
+                yield batch
+            if ended or self.dropped:
                 return
             self._ready.clear()
             if self._buffer:
                 continue
             try:
-                await asyncio.wait_for(self._ready.wait(), idle)
+                async with asyncio.timeout(idle):
+                    await self._ready.wait()
             except TimeoutError:
                 yield None
 

@@ -55,12 +55,12 @@ def stream(feeds: Feeds, run_id: str, after: int) -> Response:
 async def _frames(subscriber: Subscriber, after: int, keepalive: float) -> AsyncIterator[bytes]:
     try:
         yield b"retry: 1000\n\n"
-        async for frame in subscriber.frames(after, idle=keepalive):
-            if frame is None:
+        async for batch in subscriber.batches(after, idle=keepalive):
+            if batch is None:
                 yield b": keepalive\n\n"
             else:
-                yield b"id: %d\nevent: %s\ndata: %s\n\n" % (
-                    frame.sequence, frame.type.encode(), frame.data)
+                yield b"".join(b"id: %d\nevent: %s\ndata: %s\n\n" % (
+                    frame.sequence, frame.type.encode(), frame.data) for frame in batch)
         if subscriber.dropped:
             yield _DROPPED
     finally:
@@ -80,7 +80,8 @@ async def poll(feeds: Feeds, store: EventStore, run_id: str, after: int, timeout
     if not events and not _ended(store, run_id) and timeout > 0:
         subscriber = feeds.subscribe(run_id)
         try:
-            gen = cast(AsyncGenerator[Frame | None, None], subscriber.frames(after, idle=timeout))
+            gen = cast(AsyncGenerator[list[Frame] | None, None],
+                       subscriber.batches(after, idle=timeout))
             try:
                 first = await asyncio.wait_for(anext(gen), timeout + 1)
             except (StopAsyncIteration, TimeoutError):
