@@ -8,7 +8,7 @@ Usage::
 R runs of ``bench/serve_council/relay.toml`` execute at once on one host, each followed by
 S SSE subscribers (R x S streams). Every run first waits for a "go" turn, so all streams are
 connected before the measured phase; then two python members relay ``--turns`` legs each,
-every leg an I/O wait of ``--delay`` s (a model call). Reported, for the host and for the
+every leg an I/O wait of ``--delay`` s ± 50 % (a model call whose latency varies). Reported, for the host and for the
 same councils run in one process without HTTP (subscribers on ``EventStore.subscribe``):
 
 * events delivered to subscribers and events/s during the measured phase;
@@ -165,11 +165,13 @@ async def _host_bench(args: argparse.Namespace, store: Path) -> dict[str, Any]:
         tasks = [asyncio.ensure_future(_subscribe(port, s, since)) for s in streams]
         await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in streams)), 120)
         since[0] = time.time()
+        cpu_before = _cpu_seconds(proc.pid)
         posted = await _gather_limited(
             [lambda r=r: _request(port, "POST", f"/v1/runs/{r}/interrupts/room:track", GO)
              for r in run_ids], 32)
         assert all(status == 200 for status, _ in posted), posted[:3]
         await asyncio.wait_for(asyncio.gather(*tasks), 600)
+        cpu = _cpu_seconds(proc.pid) - cpu_before
         rss = _vm_hwm(proc.pid)
         lasts = {r: (await _request(port, "GET", f"/v1/runs/{r}/events?lastSequence=0"))[1]
                  ["lastEventSeq"] for r in run_ids}
@@ -177,6 +179,7 @@ async def _host_bench(args: argparse.Namespace, store: Path) -> dict[str, Any]:
         proc.terminate()
         proc.wait(30)
     result = _summary("host (HTTP + SSE)", streams, since[0], rss, args)
+    result["cpu_s"] = round(cpu, 2)
     result["incomplete"] = sum(1 for s in streams if max(s.sequences) != lasts[s.run_id] or
                                s.last_type != "run.completed")
     return result
@@ -203,11 +206,13 @@ async def _inprocess_bench(args: argparse.Namespace, store_path: Path) -> dict[s
     tasks = [asyncio.ensure_future(follow(s)) for s in streams]
     await asyncio.gather(*(s.connected.wait() for s in streams))
     since[0] = time.time()
+    cpu_before = time.process_time()
     for run in runs:
         await run.reply("go @a", room="track", as_="starter")
     await asyncio.wait_for(asyncio.gather(*tasks), 600)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     result = _summary("in-process (no HTTP)", streams, since[0], rss, args)
+    result["cpu_s"] = round(time.process_time() - cpu_before, 2)
     result["incomplete"] = sum(1 for s in streams if s.last_type != "run.completed")
     return result
 
@@ -220,6 +225,11 @@ async def _gather_limited(jobs: list[Any], limit: int) -> list[Any]:
             return await job()
 
     return await asyncio.gather(*(one(j) for j in jobs))
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _vm_hwm(pid: int) -> int:
@@ -277,12 +287,13 @@ def main() -> int:
     print(f"R={args.runs} runs x S={args.subscribers} subscribers, {args.turns} legs per "
           f"runner, {args.delay:g} s per leg")
     head = (f"{'mode':<22} {'streams':>7} {'delivered':>9} {'events/s':>8} {'p50 ms':>7} "
-            f"{'p99 ms':>7} {'RSS MB':>7} {'missing':>7} {'dup':>4} {'incomplete':>10}")
+            f"{'p99 ms':>7} {'RSS MB':>7} {'CPU s':>6} {'missing':>7} {'dup':>4} "
+            f"{'incomplete':>10}")
     print(head)
     for r in results:
         print(f"{r['mode']:<22} {r['subscribers']:>7} {r['delivered']:>9} "
               f"{r['events_per_s']:>8} {r['p50_ms']:>7} {r['p99_ms']:>7} "
-              f"{r['peak_rss_mb']:>7} {r['missing']:>7} {r['duplicated']:>4} "
+              f"{r['peak_rss_mb']:>7} {r['cpu_s']:>6} {r['missing']:>7} {r['duplicated']:>4} "
               f"{r['incomplete']:>10}")
     if args.json:
         args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
