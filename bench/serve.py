@@ -8,8 +8,9 @@ Usage::
 R runs of ``bench/serve_council/relay.toml`` execute at once on one host, each followed by
 S SSE subscribers (R x S streams). Every run first waits for a "go" turn, so all streams are
 connected before the measured phase; then two python members relay ``--turns`` legs each,
-every leg an I/O wait of ``--delay`` s ± 50 % (a model call whose latency varies). Reported, for the host and for the
-same councils run in one process without HTTP (subscribers on ``EventStore.subscribe``):
+every leg an I/O wait of ``--delay`` s ± 50 % (a model call whose latency varies).
+Reported, for the host and for the same councils run in one process without HTTP
+(subscribers on ``EventStore.subscribe``):
 
 * events delivered to subscribers and events/s during the measured phase;
 * p50/p99 latency from an event's timestamp (taken when the engine builds it, just before the
