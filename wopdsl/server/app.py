@@ -24,6 +24,7 @@ from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse
+from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
 
 __all__ = ["create_app"]
@@ -77,7 +78,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             await host.stop()
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in api.routes()]
+              for r in [*api.routes(), *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,

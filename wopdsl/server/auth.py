@@ -1,7 +1,8 @@
 """Bearer-token auth as an ASGI middleware: fail closed, never echo a token.
 
 Every path answers 401 without a valid ``Authorization: Bearer <token>`` except discovery
-(``/.well-known/openwop``) and the OpenAPI document. A host without tokens is for loopback
+(``/.well-known/openwop``), the OpenAPI document and the chat page's static files (they
+hold no data; the page sends the person's token on every API call). A host without tokens is for loopback
 only (the CLI refuses another ``--host``); its callers are all the principal ``local``.
 """
 
@@ -14,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import envelope
+from wopdsl.server.page import is_page_path
 
 __all__ = ["LOCAL_PRINCIPAL", "PUBLIC_PATHS", "BearerAuth"]
 
@@ -42,7 +44,8 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        if scope["path"] in PUBLIC_PATHS:
+        if scope["path"] in PUBLIC_PATHS or (scope["method"] == "GET" and
+                                             is_page_path(scope["path"])):
             state["principal"] = None
         elif not self.tokens:
             state["principal"] = LOCAL_PRINCIPAL

@@ -54,6 +54,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                                                 public=True)},
             "/v1/openapi.json": {"get": _op("This document", {"200": _json(obj)},
                                             public=True)},
+            "/v1/whoami": {"get": _op("The caller's principal (for a chat page)",
+                                      {"200": _json(obj), **_errors(*auth)})},
             "/v1/workflows": {"get": _op("Councils served", {"200": _json(obj),
                                                              **_errors(*auth)})},
             "/v1/workflows/{workflowId}": {"get": _op(

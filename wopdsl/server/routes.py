@@ -41,6 +41,7 @@ class Api:
         return [
             Route("/.well-known/openwop", self.discovery, methods=["GET"]),
             Route("/v1/openapi.json", self.openapi, methods=["GET"]),
+            Route("/v1/whoami", self.whoami, methods=["GET"]),
             Route("/v1/workflows", self.workflows, methods=["GET"]),
             Route("/v1/workflows/{workflow_id}", self.workflow, methods=["GET"]),
             Route("/v1/runs", self.create_run, methods=["POST"]),
@@ -70,6 +71,10 @@ class Api:
     async def openapi(self, request: Request) -> Response:
         """``GET /v1/openapi.json``."""
         return JSONResponse(openapi_document(__version__))
+
+    async def whoami(self, request: Request) -> Response:
+        """``GET /v1/whoami`` → ``{principal, auth}``: who the token speaks for (never the token)."""
+        return JSONResponse({"principal": _principal(request), "auth": bool(self.tokens)})
 
     async def workflows(self, request: Request) -> Response:
         """``GET /v1/workflows``."""
