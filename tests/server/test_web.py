@@ -157,12 +157,14 @@ def test_a_refused_turn_shows_its_reason_and_appends_nothing(page: Any) -> None:
     run_id = p.start("board")
     wait_for("waiting for the founder", lambda: p.status() == "waiting-input")
     before = _api_messages(p.served, run_id, "board")
-    p.find("#text").send_keys("x" * 250)
+    long = "Ship it on Friday, no more waiting. " * 7
+    p.find("#text").send_keys(long)
     p.find("#send").click()
     refusal = wait_for("the refusal", lambda: p.find("#refusal").is_displayed() and
                        p.find("#refusal").text)
-    assert "validation_error" in refusal and "200" in refusal, refusal
-    assert p.find("#text").get_attribute("value") == "x" * 250  # kept for editing
+    assert "validation_error" in refusal and "turn_schema" in refusal, refusal
+    assert "too long" in refusal
+    assert p.find("#text").get_attribute("value") == long  # kept for editing
     p.shot("web-refusal")
     assert _api_messages(p.served, run_id, "board") == before
     assert p.status() == "waiting-input"
@@ -172,10 +174,11 @@ def test_text_from_members_and_people_is_never_markup(page: Any) -> None:
     p = page()
     run_id = p.start("board")
     wait_for("waiting for the founder", lambda: p.status() == "waiting-input")
-    hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+    hostile = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> '
+               '@strategist')
     status, answer, _ = p.served.request(
         "POST", f"/v1/runs/{run_id}/interrupts/room:board",
-        {"resumeValue": {"content": {"text": hostile, "mentions": []}}})
+        {"resumeValue": {"content": {"text": hostile, "mentions": ["strategist"]}}})
     assert status == 200, answer
     wait_for("the echo", lambda: f"Noted: {hostile}" in p.texts())
     assert hostile in p.texts()

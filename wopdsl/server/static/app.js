@@ -380,8 +380,8 @@ function speakers(run, room) {
   if (!humans.length) return { allowed: [], reason: `Room ${room.id} has no human member; only members run by the host speak here.` };
   const allowed = humans.filter((m) => !ui.me?.auth || !m.principal || m.principal === ui.me.principal);
   if (!allowed.length) {
-    const names = humans.map((m) => `${m.id} (principal ${m.principal})`).join(", ");
-    return { allowed, reason: `You are signed in as ${ui.me.principal}; only the principal named by ${names} may speak here.` };
+    const names = humans.map((m) => `${m.principal} may speak as ${m.id}`).join("; ");
+    return { allowed, reason: `You are signed in as ${ui.me.principal}; only ${names}.` };
   }
   return { allowed, reason: "" };
 }
@@ -397,6 +397,7 @@ function renderComposer(run) {
   const keep = sel.value;
   sel.replaceChildren(...allowed.map((m) => { const o = el("option", "", m.id); o.value = m.id; return o; }));
   if (allowed.some((m) => m.id === keep)) sel.value = keep;
+  sel.closest(".speaker").hidden = !allowed.length;
   const disabled = Boolean(why);
   for (const id of ["speak-as", "text", "send"]) $(id).disabled = disabled;
   $("composer-note").hidden = !disabled;
