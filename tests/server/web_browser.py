@@ -48,7 +48,7 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20) -> T
     while time.monotonic() < deadline:
         try:
             last = probe()
-        except Exception as exc:  # noqa: BLE001 - a stale element while the page re-renders.
+        except Exception as exc:
             last = exc
         else:
             if last:

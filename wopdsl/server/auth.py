@@ -2,8 +2,9 @@
 
 Every path answers 401 without a valid ``Authorization: Bearer <token>`` except discovery
 (``/.well-known/openwop``), the OpenAPI document and the chat page's static files (they
-hold no data; the page sends the person's token on every API call). A host without tokens is for loopback
-only (the CLI refuses another ``--host``); its callers are all the principal ``local``.
+hold no data; the page sends the person's token on every API call). A host without tokens
+is for loopback only (the CLI refuses another ``--host``); its callers are all the
+principal ``local``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ ASSETS: Final = {"app.js": "text/javascript", "stream.js": "text/javascript",
                  "view.js": "text/javascript", "app.css": "text/css"}
 """The page's files under ``/ui/`` and their media types."""
 
-_PAGE_PATH = re.compile(r"^/(?:runs/[A-Za-z0-9._:~-]{1,200}/?)?$")
+_PAGE_PATH = re.compile(r"^/(?:runs/[A-Za-z0-9._:~-]{1,200})?$")
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
         "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 _HEADERS: Final = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",

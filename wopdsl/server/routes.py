@@ -73,7 +73,7 @@ class Api:
         return JSONResponse(openapi_document(__version__))
 
     async def whoami(self, request: Request) -> Response:
-        """``GET /v1/whoami`` → ``{principal, auth}``: who the token speaks for (never the token)."""
+        """``GET /v1/whoami`` → ``{principal, auth}``: whom the token speaks for (not the token)."""
         return JSONResponse({"principal": _principal(request), "auth": bool(self.tokens)})
 
     async def workflows(self, request: Request) -> Response:

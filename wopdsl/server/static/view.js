@@ -1,5 +1,5 @@
 // Rendering helpers. Everything a member or person wrote goes through textContent (never
-// innerHTML), so message text, ids and roles can never become markup or script.
+// an HTML string), so message text, ids and roles can never become markup or script.
 
 /** Create an element with a class and text. */
 export function el(tag, cls, text) {
