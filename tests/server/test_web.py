@@ -258,3 +258,35 @@ def test_ten_thousand_messages_stay_usable(page: Any) -> None:
     assert p.messages()[-1][2] == "Go on, @talker." and len(p.messages()) <= 300
     p.shot("web-ten-thousand")
     print(f"10k messages: {rendered} nodes rendered; 'show earlier' took {took:.1f} ms")
+
+
+@pytest.mark.parametrize("auth", [False, True], ids=["eventsource", "fetch-with-token"])
+def test_a_host_restart_mid_run_resumes_the_stream_after_the_last_event(
+        page: Any, serve: Any, tokens_file: Path, auth: bool) -> None:
+    args = ("--tokens", str(tokens_file)) if auth else ()
+    p = page(args=args, env={"WEB_DELAY": "0.5"}, token=ALICE if auth else None)
+    if auth:
+        p.open("/")
+        wait_for("the token prompt", lambda: p.find("#token-input")).send_keys(ALICE)
+        p.find("#token-form button").click()
+    run_id = p.start("board")
+    wait_for("the greeting", lambda: p.messages())
+    url = p.served.url
+    assert p.served.stop() == 0
+    wait_for("the page to notice", lambda: "reconnecting" in p.find("#conn").text)
+    again = serve(WEB_COUNCILS, args=(*args, "--port", url.rsplit(":", 1)[1]),
+                  store=p.served.store, env={"PYTHONPATH": str(WEB_COUNCILS),
+                                             "WEB_DELAY": "0.5"},
+                  token=p.served.token, wait=False)
+    again.url = url  # the same address, so the page's reconnects reach it
+    wait_for("the host again", lambda: again.request("GET", "/.well-known/openwop")[0] == 200)
+    p.served = again
+    wait_for("the live stream again", lambda: p.find("#conn").text == "live")
+    wait_for("waiting for the founder", lambda: p.status() == "waiting-input")
+    p.find("#text").send_keys("Go, @strategist")
+    p.find("#send").click()
+    wait_for("the run's end", lambda: p.status() == "completed", timeout=30)
+    for room in ("board", "ops"):
+        p.find(f'#tabs [data-room="{room}"]').click()
+        want = _api_messages(p.served, run_id, room)
+        wait_for(f"all of {room}", lambda: [m[0] for m in p.messages()] == want)  # noqa: B023

@@ -165,7 +165,11 @@ async function openRun(runId) {
   $("run-view").hidden = false;
   run.stream = follow(runId, -1, {
     onBatch: (events) => { run.pending.push(...events); schedule(run); },
-    onState: (s) => setConn(s),
+    onState: (s) => {
+      setConn(s);
+      // After a reconnect the run may have moved on without a new event (a restarted host).
+      if (s === "live") { showError("run-error", null); refreshSnapshot(run, 0); }
+    },
     onEnd: () => refreshSnapshot(run, 0),
     onError: (err) => {
       if (err.status === 401) askToken(() => location.reload(), "The host refused this token.");
@@ -270,7 +274,7 @@ function refreshSnapshot(run, delay) {
       renderComposer(run);
     } catch (err) {
       run.snapTimer = null;
-      showError("run-error", err);
+      if (err.status !== 0) showError("run-error", err); // unreachable: the stream reconnects
     }
   }, delay);
 }
