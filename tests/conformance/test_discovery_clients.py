@@ -2,8 +2,8 @@
 
 `wop capabilities` (a real subprocess) prints the discovery document; a loopback HTTP server
 serves it at `/.well-known/openwop`; each client's own `discovery_capabilities()` fetches
-and parses it. 2.7 is the dev extra's pin; 1.8 is installed into a scratch folder from PyPI
-(its parse code is what a 1.x client runs).
+and parses it. 1.8 is the dev extra's pin; 2.7 (and 1.8, in the slow test) are
+installed into scratch folders from PyPI.
 """
 
 from __future__ import annotations
@@ -67,26 +67,53 @@ def test_the_document_lists_protocol_versions(discovery: dict[str, object]) -> N
     assert discovery["multiPartyConversation"] == {"supported": True, "maxParticipants": 8}
 
 
-def test_the_2x_client_discovers_the_host(host: str) -> None:
-    from openwop_client import OpenwopClient
+@pytest.fixture(scope="session")
+def client27(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """openwop-client 2.7.0 in a folder of its own (the dev extra pins 1.8, the v1 client)."""
+    target = tmp_path_factory.mktemp("client27")
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(target), "openwop-client==2.7.0"], capture_output=True, text=True, timeout=300,
+        check=False)
+    if install.returncode != 0 and os.environ.get("CI") != "true":
+        pytest.skip(f"openwop-client 2.7.0 could not be installed: {install.stderr[-300:]}")
+    assert install.returncode == 0, install.stderr
+    return target
 
-    caps = OpenwopClient(host, "not-a-secret").discovery_capabilities()
-    assert caps.protocolVersions == ["1.0"]
-    assert caps.preferredVersion == "1.0"
-    assert caps.protocolVersion == "1.0"
-    assert caps.raw["multiPartyConversation"]["maxParticipants"] == 8
+
+def _in_client27(target: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
 
 
-def test_without_protocol_versions_the_2x_client_fails(host: str) -> None:
+def test_the_2x_client_discovers_the_host(host: str, client27: Path) -> None:
+    code = ("import json, sys, openwop_client\n"
+            "from openwop_client import OpenwopClient\n"
+            "assert openwop_client.__file__.startswith(sys.argv[2]), openwop_client.__file__\n"
+            "caps = OpenwopClient(sys.argv[1], 'not-a-secret').discovery_capabilities()\n"
+            "print(json.dumps([caps.protocolVersions, caps.preferredVersion, "
+            "caps.protocolVersion, caps.raw['multiPartyConversation']['maxParticipants']]))\n")
+    done = _in_client27(client27, code, host, str(client27))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["1.0"], "1.0", "1.0", 8]
+
+
+def test_without_protocol_versions_the_2x_client_fails(client27: Path) -> None:
     # The negative case: the document as it was before (issue 11, item 10).
-    from openwop_client.client import _capabilities_from_dict
-
     from wopdsl.protocol.capabilities import capabilities
 
     old = capabilities()
     del old["protocolVersions"]
-    with pytest.raises(KeyError, match="protocolVersions"):
-        _capabilities_from_dict(old)
+    code = ("import json, sys\n"
+            "from openwop_client.client import _capabilities_from_dict\n"
+            "try:\n"
+            "    _capabilities_from_dict(json.loads(sys.argv[1]))\n"
+            "except KeyError as exc:\n"
+            "    print('KeyError', exc)\n")
+    done = _in_client27(client27, code, json.dumps(old))
+    assert done.returncode == 0, done.stderr
+    assert "KeyError" in done.stdout and "protocolVersions" in done.stdout
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from typing import Any
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
 from wopdsl.cli import _commands, _drive
+from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
 _EPILOG = """\
@@ -38,14 +39,19 @@ def _participants(text: str) -> int:
     return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (got {text!r})")
-    return value
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low} (got {text!r})")
+        return value
+
+    return parse
 
 
 def _sequence(text: str) -> int:
@@ -153,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add("check", _commands.cmd_check, "validate a stored run against the bundled "
               "OpenWOP schemas and the log rules (exit 1 when it breaks one)")
     cmd.add_argument("run", metavar="RUN")
-    cmd.add_argument("--max", type=_positive, default=20, metavar="N",
+    cmd.add_argument("--max", type=_at_least(1), default=20, metavar="N",
                      help="print at most N violations (default 20)")
     _json_flag(cmd, "print {runId, events, valid, violations} as JSON")
 
@@ -161,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
+
+    add_serve(sub, common, _at_least)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
     cmd.add_argument("run", metavar="RUN")

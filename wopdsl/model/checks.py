@@ -149,6 +149,10 @@ def _check_room(room: RoomSpec, where: str, members: Sequence[str]) -> list[Prob
     return problems
 
 
+_OUTSIDE_ENGINES = ("human", "external")
+"""Engines whose turns arrive from outside the process (they may name a ``principal``)."""
+
+
 def _check_engine(member: MemberSpec, where: str) -> list[Problem]:
     problems: list[Problem] = []
     engine = member.engine
@@ -174,6 +178,16 @@ def _check_engine(member: MemberSpec, where: str) -> list[Problem]:
                 f"handler is only for engine 'python' (this member's engine is '{engine}')",
                 path=f"{where}.handler",
                 hint='remove the handler, or set engine = "python"',
+            )
+        )
+    if member.principal is not None and engine not in _OUTSIDE_ENGINES:
+        problems.append(
+            Problem(
+                f"principal is only for members whose turns come from outside (engine "
+                f"{' or '.join(repr(e) for e in _OUTSIDE_ENGINES)}); this member's engine is "
+                f"'{engine}'",
+                path=f"{where}.principal",
+                hint='remove the principal, or set engine = "human"',
             )
         )
     return problems

@@ -202,6 +202,13 @@ class MemberSpec(_Frozen):
     """Override of the council's ``retries``."""
     retry_backoff_ms: BackoffMs | None = None
     """Override of the council's ``retry_backoff_ms``."""
+    principal: Ident | None = None
+    """For a member whose turns come from outside (``human``): the only principal (an HTTP
+    host's bearer-token owner, ``wop serve --tokens``) allowed to speak as this member."""
+
+
+_LATER_MEMBER_KEYS = ("principal",)
+"""Optional member keys newer than the first digests (left out of the digest when unset)."""
 
 
 class CouncilSpec(_Frozen):
@@ -236,8 +243,16 @@ class CouncilSpec(_Frozen):
         return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
 
     def digest(self) -> str:
-        """Return ``sha256:<hex>`` of the canonical JSON of the full declaration."""
-        canonical = json.dumps(
-            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
+        """Return ``sha256:<hex>`` of the canonical JSON of the full declaration.
+
+        Member keys added after the format's first version (:data:`_LATER_MEMBER_KEYS`) are
+        left out while unset, so a council that does not use them keeps its digest (and
+        stored runs keep matching their council file).
+        """
+        data = self.model_dump(mode="json")
+        for member in data["members"]:
+            for key in _LATER_MEMBER_KEYS:
+                if member.get(key) is None:
+                    member.pop(key, None)
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

@@ -11,26 +11,35 @@ __all__ = ["Waiters", "waiters_for"]
 
 
 class Waiters:
-    """Futures of subscribers waiting on one database file, woken by appends in-process."""
+    """Futures of subscribers waiting on one database file, woken by appends in-process.
+
+    Waiters are kept per run, so an append wakes only the subscribers of its run (a host
+    with hundreds of followed runs would otherwise wake every one of them on each append).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._futures: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
+        self._futures: dict[str, dict[asyncio.Future[None], asyncio.AbstractEventLoop]] = {}
 
-    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],
+            run_id: str) -> None:
         with self._lock:
-            self._futures[future] = loop
+            self._futures.setdefault(run_id, {})[future] = loop
 
-    def discard(self, future: asyncio.Future[None]) -> None:
+    def discard(self, future: asyncio.Future[None], run_id: str) -> None:
         with self._lock:
-            self._futures.pop(future, None)
+            waiting = self._futures.get(run_id)
+            if waiting is not None:
+                waiting.pop(future, None)
+                if not waiting:
+                    del self._futures[run_id]
 
-    def wake(self) -> None:
+    def wake(self, run_id: str) -> None:
         # Unlocked peek: a waiter added after it re-checks last_sequence before sleeping.
-        if not self._futures:
+        if run_id not in self._futures:
             return
         with self._lock:
-            waiting, self._futures = self._futures, {}
+            waiting = self._futures.pop(run_id, {})
         for future, loop in waiting.items():
             # A closed loop raises RuntimeError: that subscriber is gone, nobody waits.
             with contextlib.suppress(RuntimeError):

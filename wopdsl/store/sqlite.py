@@ -205,7 +205,7 @@ class SqliteStore(EventStore):
             except sqlite3.Error as exc:
                 raise self._failure(exc, "append to") from exc
             self._written[run_id] = events[-1]["sequence"]
-        self._waiters.wake()
+        self._waiters.wake(run_id)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -288,13 +288,13 @@ class SqliteStore(EventStore):
         while True:
             future: asyncio.Future[None] = loop.create_future()
             # Register before checking, so an append between the two is never missed.
-            self._waiters.add(loop, future)
+            self._waiters.add(loop, future, run_id)
             try:
                 if self.last_sequence(run_id) > after:
                     return
                 await asyncio.wait((future,), timeout=self.poll_interval)
             finally:
-                self._waiters.discard(future)
+                self._waiters.discard(future, run_id)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -1,0 +1,145 @@
+"""Private: ``wop serve [PATH…]``, the OpenWOP HTTP host on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from wopdsl import Council, DeclarationError, ValidationError, load
+from wopdsl.cli._output import CommandError
+from wopdsl.cli._targets import Context, is_module_reference, load_council
+
+DEFAULT_COUNCILS = "councils"
+
+
+def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> None:
+    """Register ``wop serve`` on the subparsers."""
+    from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+
+    cmd = sub.add_parser("serve", parents=[common],
+                         help="serve councils over the OpenWOP v1 HTTP API (SSE)",
+                         description="Serve the councils in PATH (files or folders of .toml "
+                                     "files; default councils/) over the OpenWOP v1 HTTP API. "
+                                     "Needs the server extra.")
+    cmd.set_defaults(func=cmd_serve)
+    cmd.add_argument("paths", metavar="PATH", nargs="*",
+                     help="council files, folders of them, or MODULE:ATTR (default: councils/)")
+    cmd.add_argument("--host", default="127.0.0.1",
+                     help="address to bind (default 127.0.0.1; anything but loopback needs "
+                          "tokens)")
+    cmd.add_argument("--port", type=int_at_least(0), default=8000,
+                     help="port to bind (default 8000)")
+    cmd.add_argument("--tokens", metavar="FILE",
+                     help='bearer tokens: a TOML file with [tokens] principal = "token" '
+                          "(also $WOP_TOKENS=alice=token1,bob=token2)")
+    cmd.add_argument("--max-participants", type=int_at_least(2), metavar="N",
+                     default=DEFAULT_MAX_PARTICIPANTS)
+    cmd.add_argument("--max-runs", type=int_at_least(1), metavar="N", default=1000,
+                     help="most unfinished runs held at once (429 beyond; default 1000)")
+    cmd.add_argument("--max-subscribers", type=int_at_least(1), metavar="N", default=2000,
+                     help="most open event streams (503 beyond; default 2000)")
+    cmd.add_argument("--max-body-bytes", type=int_at_least(1), metavar="N",
+                     default=256 * 1024, help="largest request body (413 beyond)")
+    cmd.add_argument("--keepalive", type=float, metavar="SECONDS", default=15.0,
+                     help="seconds between SSE keep-alive comments (at most 15)")
+    cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                     default="info")
+
+
+def discover(paths: list[str]) -> list[Council]:
+    """Load the councils in ``paths`` (files, folders of ``*.toml``, ``MODULE:ATTR``).
+
+    Raises:
+        CommandError: nothing to serve, or two councils share an id.
+        DeclarationError: a council file is invalid.
+    """
+    targets: list[str] = []
+    for given in paths or [DEFAULT_COUNCILS]:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(str(p) for p in path.glob("*.toml"))
+            if not found:
+                raise CommandError("DECLARATION_INVALID", f"{given}: no .toml council files",
+                                   hint="pass council files or a folder that holds them")
+            targets += found
+        elif path.is_file() or is_module_reference(given):
+            targets.append(given)
+        else:
+            raise CommandError("DECLARATION_INVALID", f"{given}: no such file or folder",
+                               hint="pass council files or folders (default: councils/)")
+    councils: dict[str, tuple[str, Council]] = {}
+    for target in targets:
+        council = load_council(target) if is_module_reference(target) else load(target)
+        council.compile()
+        if council.id in councils:
+            raise CommandError("DECLARATION_INVALID",
+                               f"{target}: council id {council.id!r} is also the id of "
+                               f"{councils[council.id][0]}",
+                               hint="each served council needs its own id")
+        councils[council.id] = (target, council)
+    return [council for _, council in councils.values()]
+
+
+def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop serve``: run the host until SIGINT/SIGTERM; exit 0 on a clean stop."""
+    try:
+        import uvicorn
+
+        from wopdsl.server import Limits, create_app, load_tokens
+        from wopdsl.server.config import is_loopback
+    except ImportError:
+        raise CommandError("DECLARATION_INVALID", "wop serve needs the server extra",
+                           hint="pip install 'wopdsl[server]'") from None
+    tokens = load_tokens(args.tokens, os.environ.get("WOP_TOKENS"))
+    if not tokens and not is_loopback(args.host):
+        raise CommandError(
+            "validation_error",
+            f"refusing to serve on {args.host} without tokens: anyone who can reach it "
+            "could drive your councils",
+            hint="give --tokens FILE (or WOP_TOKENS), or bind to 127.0.0.1")
+    try:
+        limits = Limits(max_body_bytes=args.max_body_bytes, max_runs=args.max_runs,
+                        max_subscribers=args.max_subscribers, keepalive_s=args.keepalive,
+                        max_participants=args.max_participants)
+    except ValueError as exc:
+        raise ValidationError(str(exc), hint="see `wop serve --help`") from None
+    councils = discover(args.paths)
+    store = ctx.store()
+    app = create_app(store, councils, tokens=tokens, limits=limits)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
+                        "%(message)s")
+    names = ", ".join(c.id for c in councils)
+    auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
+    print(f"wop serve: {len(councils)} council(s) [{names}], store {ctx.store_target}, "
+          f"auth: {auth}", file=ctx.err, flush=True)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+                            lifespan="on", timeout_graceful_shutdown=5)
+    server = _server_class(uvicorn)(config)
+    server.run()
+    if not server.started:
+        raise CommandError("STORE_ERROR", f"could not serve on {args.host}:{args.port}",
+                           hint="is the port free? pick another with --port")
+    return 0
+
+
+def _server_class(uvicorn: Any) -> Any:
+    """Return uvicorn's server class, where a SIGINT/SIGTERM stop is a clean exit (0).
+
+    uvicorn re-raises the signal it shut down for, which would end the process with 130 or
+    -15; ``wop serve`` documents exit 0 on a clean stop.
+    """
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list):
+                captured.clear()
+
+    return Server
+
+
+__all__ = ["DeclarationError", "add_serve", "cmd_serve", "discover"]

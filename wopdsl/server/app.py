@@ -1,0 +1,136 @@
+"""``create_app``: the ASGI app of the OpenWOP host (Starlette), for uvicorn or your own app."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from wopdsl import Council, EventStore, WopError, load, open_store
+from wopdsl.server.auth import BearerAuth
+from wopdsl.server.config import Limits, Tokens
+from wopdsl.server.errors import ApiError, envelope, from_wop_error
+from wopdsl.server.feed import Feeds
+from wopdsl.server.host import Host
+from wopdsl.server.io import JSONResponse
+from wopdsl.server.page import page_routes
+from wopdsl.server.routes import Api
+
+__all__ = ["create_app"]
+
+_log = logging.getLogger("wopdsl.server")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
+
+
+def create_app(store: str | os.PathLike[str] | EventStore | None = None,
+               councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
+               limits: Limits | None = None) -> Starlette:
+    """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
+
+    On startup the app resumes the unfinished runs of its councils that it can claim; on
+    shutdown it stops driving and leaves them resumable.
+
+    Args:
+        store: Where runs live: a path, ``"memory:"`` or a store (default ``.wop/runs.db``).
+        councils: ``Council`` objects or council file paths (``wopdsl.load``).
+        tokens: Bearer tokens by principal (``Tokens`` or ``{principal: token}``); without
+            any, every caller is the principal ``local`` — serve such an app on loopback only.
+        limits: Body size, run and subscriber caps, keep-alive interval (see ``Limits``).
+
+    Returns:
+        A Starlette app; ``app.state.host`` is its :class:`~wopdsl.server.host.Host`.
+
+    Example:
+        >>> app = create_app("memory:", ["councils/release-team.toml"])  # doctest: +SKIP
+        >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
+    """
+    limits = limits or Limits()
+    if not isinstance(tokens, Tokens):
+        tokens = Tokens(dict(tokens or {}))
+    st = open_store(store)
+    served = councils.values() if isinstance(councils, Mapping) else councils
+    host = Host(st, [c if isinstance(c, Council) else load(Path(c)) for c in served], limits)
+    feeds = Feeds(st, limits)
+    api = Api(host, feeds, tokens)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        taken = await host.start()
+        if taken:
+            _log.info("resumed %d unfinished run(s): %s", len(taken), ", ".join(taken))
+        try:
+            yield
+        finally:
+            await feeds.close()
+            await host.stop()
+
+    routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
+              for r in [*api.routes(), *page_routes()]]
+    routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
+                        methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_error})
+    app.state.host = host
+    app.state.api = api
+    app.add_middleware(BearerAuth, tokens=tokens)
+    return app
+
+
+def _guard(endpoint: Any) -> Endpoint:
+    """Answer every failure with the envelope: never a traceback, never a bare 500."""
+
+    @functools.wraps(endpoint)
+    async def guarded(request: Request) -> Response:
+        try:
+            response: Response = await endpoint(request)
+            return response
+        except ApiError as exc:
+            return _error_response(exc)
+        except WopError as exc:
+            return _error_response(from_wop_error(exc))
+        except Exception as exc:
+            correlation = uuid.uuid4().hex
+            _log.error("internal error %s on %s %s: %s", correlation, request.method,
+                       request.url.path, type(exc).__name__, exc_info=exc)
+            return JSONResponse(envelope("internal_error", "the host failed to answer this "
+                                         "request; it has been logged",
+                                         {"correlationId": correlation}), status_code=500)
+
+    return guarded
+
+
+def _error_response(exc: ApiError) -> Response:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _no_route(routes: list[Route], request: Request) -> Response:
+    path = request.url.path
+    allowed = sorted({m for r in routes if r.path_regex.match(path) for m in r.methods or ()})
+    if allowed:
+        raise ApiError(405, "method_not_allowed", f"{request.method} is not allowed on {path}",
+                       {"allowed": allowed}, headers={"Allow": ", ".join(allowed)})
+    if path.startswith("/v1/") or path.startswith("/.well-known/"):
+        raise ApiError(404, "not_found", f"no such endpoint: {request.method} {path}",
+                       {"hint": "see GET /v1/openapi.json"})
+    raise ApiError(400, "validation_error", f"{path} is not under a versioned root",
+                   {"hint": "paths start with /v1/ (see GET /v1/openapi.json)"})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(envelope(code, f"{exc.detail} ({request.method} {request.url.path})"),
+                        status_code=exc.status_code, headers=exc.headers)

@@ -1,0 +1,289 @@
+"""The host's runtime: the councils it serves and the runs it executes, outside any HTTP.
+
+A :class:`Host` starts runs of its councils, holds a :class:`~wopdsl.Run` handle per run it
+touches, supervises the runs it drives (a waiting run's council ``timeout_ms`` fires on
+time), and on start resumes the unfinished runs of its councils that it can claim. Runs
+another process executes are never driven here: their claim (``EventStore.claim``) refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from wopdsl import (
+    Council,
+    CouncilSpec,
+    EventStore,
+    Run,
+    RunBusy,
+    WopError,
+    attach,
+)
+from wopdsl.server.config import Limits
+from wopdsl.server.errors import ApiError, from_wop_error
+
+__all__ = ["TERMINAL_STATUSES", "Host"]
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+_log = logging.getLogger("wopdsl.server")
+
+
+class Host:
+    """Runs councils for the HTTP layer (usable without it, e.g. in tests).
+
+    Args:
+        store: The event store every run lives in.
+        councils: The councils served, by id (or an iterable of councils).
+        limits: The host's limits.
+    """
+
+    def __init__(self, store: EventStore, councils: Mapping[str, Council] | Iterable[Council],
+                 limits: Limits | None = None) -> None:
+        self.store = store
+        self.limits = limits or Limits()
+        if isinstance(councils, Mapping):
+            self.councils = dict(councils)
+        else:
+            self.councils = {}
+            for council in councils:
+                if council.id in self.councils:
+                    raise ValueError(f"two councils have the id {council.id!r}")
+                self.councils[council.id] = council
+        self._runs: dict[str, Run] = {}
+        self._supervisors: dict[str, asyncio.Task[None]] = {}
+        self._wakes: dict[str, asyncio.Event] = {}
+        self._creating = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> list[str]:
+        """Resume the unfinished runs of the served councils that this host can claim.
+
+        Returns:
+            The ids of the runs taken up.
+        """
+        taken: list[str] = []
+        for info in self.store.runs():
+            if info.last_type in ("run.completed", "run.failed", "run.cancelled") or \
+                    info.workflow_id not in self.councils:
+                continue
+            try:
+                run = self.open(info.run_id)
+            except (WopError, ApiError) as exc:
+                _log.warning("run %s not resumed: %s", info.run_id, _reason(exc))
+                continue
+            self._supervise(run, resume=True)
+            taken.append(info.run_id)
+        return taken
+
+    async def stop(self) -> None:
+        """Stop driving: every run is left resumable (a restarted host takes them up)."""
+        tasks = list(self._supervisors.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for run in list(self._runs.values()):
+            with contextlib.suppress(Exception):
+                await run.detach()
+
+    # -- runs ------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> int:
+        """Runs this host executes or holds waiting (the ``max_runs`` cap counts these)."""
+        for run_id in [r for r, run in self._runs.items() if run.status in TERMINAL_STATUSES]:
+            self._forget(run_id)
+        return len(self._runs) + self._creating
+
+    def council(self, workflow_id: str) -> Council:
+        """Return the served council ``workflow_id``.
+
+        Raises:
+            ApiError: 404 ``workflow_not_found``.
+        """
+        council: Council | None = self.councils.get(workflow_id)
+        if council is None:
+            raise ApiError(404, "workflow_not_found", f"no council with id {workflow_id!r} is "
+                           "served here", {"workflows": sorted(self.councils)})
+        return council
+
+    def open(self, run_id: str) -> Run:
+        """Return the handle on ``run_id`` (python handlers bound when its council is served).
+
+        Raises:
+            ApiError: 404 ``RUN_NOT_FOUND``.
+        """
+        run = self._runs.get(run_id)
+        if run is not None:
+            return run
+        if not self.store.exists(run_id):
+            raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found",
+                           {"runId": run_id})
+        handle = attach(self.store, run_id)
+        state = handle.state
+        served = self.councils.get(state.workflow_id or "")
+        if served is not None and state.council:
+            council = Council.from_spec(CouncilSpec.model_validate(state.council),
+                                        source=served.source)
+            council.handlers = dict(served.handlers)
+            handle = council.open(run_id, self.store)
+        if handle.status not in TERMINAL_STATUSES:
+            self._runs[run_id] = handle
+        return handle
+
+    async def create(self, workflow_id: str, *, task: str | None = None,
+                     metadata: dict[str, Any] | None = None,
+                     run_id: str | None = None) -> Run:
+        """Start a run of a served council and return once its opening events are stored.
+
+        Raises:
+            ApiError: 404 unknown council, 429 too many runs, 422 a council this host
+                refuses (e.g. a room larger than ``max_participants``).
+        """
+        council = self.council(workflow_id)
+        if run_id is not None and self.store.exists(run_id):
+            return self.open(run_id)
+        if self.active >= self.limits.max_runs:
+            raise ApiError(429, "too_many_runs",
+                           f"this host already holds {self.limits.max_runs} unfinished runs "
+                           "(its limit)", {"limit": "maxRuns", "value": self.limits.max_runs},
+                           headers={"Retry-After": "5"})
+        if task is not None and task != council.settings.task:
+            derived = Council.from_spec(council.spec.model_copy(update={
+                "council": council.settings.model_copy(update={"task": task})}),
+                source=council.source)
+            derived.handlers = dict(council.handlers)
+            council = derived
+        self._creating += 1
+        try:
+            run = council.start(self.store, run_id,
+                                max_participants=self.limits.max_participants,
+                                metadata=metadata)
+            await _opened(run)
+        except WopError as exc:
+            raise from_wop_error(exc, refused_turn=True) from None
+        finally:
+            self._creating -= 1
+        self._runs[run.run_id] = run
+        self._supervise(run, resume=False)
+        return run
+
+    def adopt(self, run_id: str) -> Run:
+        """Open a run created here by other means (a fork) and drive it."""
+        run = self.open(run_id)
+        self._supervise(run, resume=True)
+        return run
+
+    async def reply(self, run: Run, *, room: str, member: str,
+                    resume: dict[str, Any]) -> str | None:
+        """Submit a turn (RFC 0005 §E payload) as ``member`` in ``room``; wake the supervisor.
+
+        Raises:
+            ApiError: 422 when the turn is refused (nothing appended), 409 when another
+                driver took the run meanwhile.
+        """
+        try:
+            message = await run.reply(room=room, as_=member, resume=resume)
+        except WopError as exc:
+            raise from_wop_error(exc, refused_turn=True) from None
+        if run.run_id not in self._supervisors and run.status not in TERMINAL_STATUSES:
+            self._runs[run.run_id] = run
+            self._supervise(run, resume=False)
+        wake = self._wakes.get(run.run_id)
+        if wake is not None:
+            wake.set()
+        return message
+
+    async def cancel(self, run: Run, reason: str) -> None:
+        """Cancel ``run`` (``run.cancelled``); nothing happens to a run that already ended."""
+        try:
+            await run.cancel(reason)
+        except WopError as exc:
+            raise from_wop_error(exc) from None
+        wake = self._wakes.get(run.run_id)
+        if wake is not None:
+            wake.set()
+
+    # -- supervision -----------------------------------------------------------------------
+
+    def _supervise(self, run: Run, *, resume: bool) -> None:
+        if run.run_id in self._supervisors:
+            return
+        self._supervisors[run.run_id] = asyncio.ensure_future(self._watch(run, resume))
+
+    async def _watch(self, run: Run, resume: bool) -> None:
+        """Follow a run this host drives; fire a waiting run's deadline on time."""
+        run_id = run.run_id
+        try:
+            status = await (run.resume() if resume else run.wait())
+            while status not in TERMINAL_STATUSES:
+                if status != "waiting-input":
+                    return  # Another process drives it now; its driver keeps its deadline.
+                wake = self._wakes[run_id] = asyncio.Event()
+                delay = _deadline_in(run)
+                try:
+                    await asyncio.wait_for(wake.wait(), delay)
+                    status = await run.wait()
+                except TimeoutError:
+                    # The council's timeout_ms passed while the run waited: applying it now
+                    # (not when someone next touches the run) is this host's job.
+                    status = await run.resume()
+        except asyncio.CancelledError:
+            raise
+        except RunBusy:
+            _log.info("run %s is executing in another process; not driven here", run_id)
+        except WopError as exc:
+            _log.warning("run %s stopped: %s", run_id, _reason(exc))
+        except Exception as exc:  # A bug must not take the host down; the log says what.
+            _log.error("run %s: unexpected %s", run_id, type(exc).__name__)
+        finally:
+            self._supervisors.pop(run_id, None)
+            self._wakes.pop(run_id, None)
+            if run.status in TERMINAL_STATUSES:
+                self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        task = self._supervisors.get(run_id)
+        if task is None or task.done():
+            self._runs.pop(run_id, None)
+
+
+async def _opened(run: Run) -> None:
+    """Wait until the run's opening events are stored (or its start failed)."""
+    first = asyncio.ensure_future(_first_event(run))
+    stopped = asyncio.ensure_future(run.wait())
+    try:
+        done, _ = await asyncio.wait({first, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if stopped in done:
+            stopped.result()  # Raises what the start raised.
+    finally:
+        first.cancel()
+        if not stopped.done():
+            stopped.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+
+
+async def _first_event(run: Run) -> None:
+    async for _event in run.store.subscribe(run.run_id, -1):
+        return
+
+
+def _deadline_in(run: Run) -> float | None:
+    """Seconds until the run's council ``timeout_ms`` passes (``None`` without one)."""
+    state = run.state
+    timeout = (state.council.get("council") or {}).get("timeout_ms")
+    started = state.started_ms
+    if not isinstance(timeout, int) or not started:
+        return None
+    return max(0.0, (started + timeout) / 1000 - time.time())
+
+
+def _reason(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)
+    return f"{getattr(exc, 'code', type(exc).__name__)}: {message or type(exc).__name__}"

@@ -1,0 +1,285 @@
+"""The endpoints of DESIGN.md §19, on a :class:`~wopdsl.server.host.Host`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from wopdsl import CouncilSpec, WopError, __version__, fork
+from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
+from wopdsl.server import sse
+from wopdsl.server.config import Tokens
+from wopdsl.server.errors import ApiError, from_wop_error
+from wopdsl.server.feed import Feeds
+from wopdsl.server.host import TERMINAL_STATUSES, Host
+from wopdsl.server.idempotency import IdempotencyCache, check_key, fingerprint, run_id_for_key
+from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
+from wopdsl.server.openapi import openapi_document
+from wopdsl.server.turns import resolve_speaker, room_of
+
+__all__ = ["Api"]
+
+_CREATE_KEYS = {"workflowId", "inputs", "metadata", "tags", "tenantId", "scopeId",
+                "callbackUrl", "configurable"}
+
+
+class Api:
+    """Request handlers bound to one host."""
+
+    def __init__(self, host: Host, feeds: Feeds, tokens: Tokens) -> None:
+        self.host = host
+        self.feeds = feeds
+        self.tokens = tokens
+        self.limits = host.limits
+        self.idempotency = IdempotencyCache(host.limits.idempotency_entries)
+
+    def routes(self) -> list[Route]:
+        """The routes, most specific first."""
+        return [
+            Route("/.well-known/openwop", self.discovery, methods=["GET"]),
+            Route("/v1/openapi.json", self.openapi, methods=["GET"]),
+            Route("/v1/whoami", self.whoami, methods=["GET"]),
+            Route("/v1/workflows", self.workflows, methods=["GET"]),
+            Route("/v1/workflows/{workflow_id}", self.workflow, methods=["GET"]),
+            Route("/v1/runs", self.create_run, methods=["POST"]),
+            Route("/v1/runs/{run_id}/events/poll", self.poll_events, methods=["GET"]),
+            Route("/v1/runs/{run_id}/events", self.events, methods=["GET"]),
+            Route("/v1/runs/{run_id}/interrupts/{node_id}", self.resolve, methods=["POST"]),
+            Route("/v1/runs/{run_id}/cancel", self.cancel, methods=["POST"]),
+            Route("/v1/runs/{run_ref}", self.run_action, methods=["POST"]),
+            Route("/v1/runs/{run_id}", self.get_run, methods=["GET"]),
+        ]
+
+    # -- discovery -------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """The discovery document: ``wop capabilities`` plus what this host adds."""
+        doc = capabilities(self.limits.max_participants,
+                           implementation={"name": "wopdsl", "version": __version__})
+        doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
+        doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
+        doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
+        return doc
+
+    async def discovery(self, request: Request) -> Response:
+        """``GET /.well-known/openwop``."""
+        return JSONResponse(self.capabilities())
+
+    async def openapi(self, request: Request) -> Response:
+        """``GET /v1/openapi.json``."""
+        return JSONResponse(openapi_document(__version__))
+
+    async def whoami(self, request: Request) -> Response:
+        """``GET /v1/whoami`` → ``{principal, auth}``: whom the token speaks for (not the token)."""
+        return JSONResponse({"principal": _principal(request), "auth": bool(self.tokens)})
+
+    async def workflows(self, request: Request) -> Response:
+        """``GET /v1/workflows``."""
+        return JSONResponse({"workflows": [_workflow(c, full=False)
+                                           for c in self.host.councils.values()]})
+
+    async def workflow(self, request: Request) -> Response:
+        """``GET /v1/workflows/{id}``."""
+        council = self.host.council(request.path_params["workflow_id"])
+        return JSONResponse(_workflow(council, full=True))
+
+    # -- runs ------------------------------------------------------------------------------
+
+    async def create_run(self, request: Request) -> Response:
+        """``POST /v1/runs`` → 201 ``{runId, status, eventsUrl, statusUrl}``."""
+        raw = await read_body(request, self.limits.max_body_bytes)
+        body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
+        workflow_id = want_str(body, "workflowId", max_len=64)
+        assert workflow_id is not None
+        task, metadata = _create_options(body)
+        key = request.headers.get("idempotency-key")
+        principal = _principal(request)
+
+        async def act(run_id: str | None = None) -> tuple[int, dict[str, Any]]:
+            run = await self.host.create(workflow_id, task=task, metadata=metadata,
+                                         run_id=run_id)
+            return 201, {"runId": run.run_id, "status": run.status,
+                         "eventsUrl": f"/v1/runs/{run.run_id}/events",
+                         "statusUrl": f"/v1/runs/{run.run_id}"}
+
+        if key is None:
+            status, answer = await act()
+        else:
+            check_key(key)
+            self.host.council(workflow_id)  # 404 before a run id is derived from the key.
+            run_id = run_id_for_key(workflow_id, principal, key)
+            status, answer = await self.idempotency.run(
+                ("create", principal, key), fingerprint(raw), lambda: act(run_id))
+        return JSONResponse(answer, status_code=status)
+
+    async def get_run(self, request: Request) -> Response:
+        """``GET /v1/runs/{runId}``: the run's ``RunSnapshot``."""
+        run = self.host.open(request.path_params["run_id"])
+        return JSONResponse(run.snapshot())
+
+    async def events(self, request: Request) -> Response:
+        """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
+        run_id = request.path_params["run_id"]
+        sse.check_run(self.host.store, run_id)
+        after = sse.cursor_of(request)
+        if sse.wants_sse(request):
+            return sse.stream(self.feeds, run_id, after)
+        return sse.events_json(self.host.store, run_id, after, self.host.open(run_id).status)
+
+    async def poll_events(self, request: Request) -> Response:
+        """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
+        run_id = request.path_params["run_id"]
+        sse.check_run(self.host.store, run_id)
+        after = sse.cursor_of(request)
+        raw = request.query_params.get("timeout")
+        timeout = 30 if raw is None else want_int(raw, "timeout", low=0,
+                                                   high=int(self.limits.max_poll_s))
+        run = self.host.open(run_id)
+        return await sse.poll(self.feeds, self.host.store, run_id, after, timeout,
+                              lambda: run.status)
+
+    async def resolve(self, request: Request) -> Response:
+        """``POST /v1/runs/{runId}/interrupts/{nodeId}`` ``{resumeValue}``: a turn from outside."""
+        run_id = request.path_params["run_id"]
+        node_id = request.path_params["node_id"]
+        raw = await read_body(request, self.limits.max_body_bytes)
+        body = read_object(raw, allowed={"resumeValue"}, required={"resumeValue"})
+        principal = _principal(request)
+
+        async def act() -> tuple[int, dict[str, Any]]:
+            run = self.host.open(run_id)
+            state = run.state
+            room = room_of(state, node_id)
+            if state.status in TERMINAL_STATUSES:
+                code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"
+                raise ApiError(422 if state.status == "cancelled" else 409, code,
+                               f"run {run_id} has ended ({state.status}); it takes no more "
+                               "turns", {"runId": run_id, "status": state.status})
+            members = {m.id: m for m in _council_spec(run).members}
+            speaker = resolve_speaker(state, members, room, body["resumeValue"])
+            if self.tokens and speaker.principal is not None and \
+                    speaker.principal != principal:
+                raise ApiError(403, "forbidden",
+                               f"member {speaker.member} speaks only for its principal; this "
+                               "token belongs to another", {"member": speaker.member})
+            message = await self.host.reply(run, room=room, member=speaker.member,
+                                            resume=body["resumeValue"])
+            answer: dict[str, Any] = {"runId": run_id, "nodeId": node_id,
+                                      "status": run.status}
+            if message is not None:
+                answer["messageId"] = message
+            return 200, answer
+
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            status, answer = await act()
+        else:
+            status, answer = await self.idempotency.run(
+                ("resolve", principal, run_id, node_id, check_key(key)), fingerprint(raw), act)
+        return JSONResponse(answer, status_code=status)
+
+    async def cancel(self, request: Request) -> Response:
+        """``POST /v1/runs/{runId}/cancel`` ``{reason?}``."""
+        raw = await read_body(request, self.limits.max_body_bytes)
+        body = read_object(raw, allowed={"reason"}, empty_ok=True)
+        reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
+        run = self.host.open(request.path_params["run_id"])
+        status = run.status
+        if status in ("completed", "failed"):
+            raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
+                           {"runId": run.run_id, "status": status})
+        if status != "cancelled":
+            await self.host.cancel(run, reason)
+        return JSONResponse({"runId": run.run_id, "status": run.status})
+
+    async def run_action(self, request: Request) -> Response:
+        """``POST /v1/runs/{runId}:fork`` (other ``:action`` suffixes are not served)."""
+        run_id, sep, action = request.path_params["run_ref"].partition(":")
+        if not sep or action != "fork":
+            raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
+                           {"hint": "this host serves POST /v1/runs/{runId}:fork"})
+        raw = await read_body(request, self.limits.max_body_bytes)
+        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"},
+                           required={"fromSeq"})
+        mode = body.get("mode", "branch")
+        if mode not in ("branch", "replay"):
+            raise ApiError(400, "validation_error", "mode must be 'branch' or 'replay'",
+                           {"field": "mode"})
+        if body.get("runOptionsOverlay"):
+            raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
+                           {"field": "runOptionsOverlay"})
+        from_seq = want_int(body["fromSeq"], "fromSeq", low=0)
+        self.host.open(run_id)  # 404 first.
+        if self.host.active >= self.limits.max_runs:
+            raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
+                           {"limit": "maxRuns", "value": self.limits.max_runs},
+                           headers={"Retry-After": "5"})
+        try:
+            new_id = fork(self.host.store, run_id, from_seq, mode=mode)
+        except WopError as exc:
+            raise from_wop_error(exc) from None
+        run = self.host.adopt(new_id)
+        return JSONResponse({"runId": new_id, "sourceRunId": run_id, "fromSeq": from_seq,
+                             "mode": mode, "status": run.status,
+                             "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
+
+
+def _principal(request: Request) -> str:
+    return str(request.scope.get("state", {}).get("principal") or "")
+
+
+def _council_spec(run: Any) -> Any:
+    if run.council is not None:
+        return run.council.compile().spec
+    return CouncilSpec.model_validate(run.state.council)
+
+
+def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    for unsupported in ("callbackUrl", "configurable"):
+        if body.get(unsupported):
+            raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
+                           "host", {"field": unsupported})
+    inputs = body.get("inputs") or {}
+    if not isinstance(inputs, dict):
+        raise ApiError(400, "validation_error", "inputs must be an object", {"field": "inputs"})
+    unknown = sorted(set(inputs) - {"task"})
+    if unknown:
+        raise ApiError(400, "validation_error",
+                       f"unknown input(s): {', '.join(unknown)}; a council takes only 'task'",
+                       {"field": "inputs", "fields": unknown})
+    task = want_str(inputs, "task", optional=True, max_len=100_000) if inputs else None
+    metadata: dict[str, Any] = {}
+    if body.get("metadata") is not None:
+        if not isinstance(body["metadata"], dict):
+            raise ApiError(400, "validation_error", "metadata must be an object",
+                           {"field": "metadata"})
+        metadata.update(body["metadata"])
+    tags = body.get("tags")
+    if tags is not None:
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise ApiError(400, "validation_error", "tags must be a list of strings",
+                           {"field": "tags"})
+        metadata["tags"] = tags
+    for field in ("tenantId", "scopeId"):
+        if body.get(field) is not None:
+            metadata[field] = want_str(body, field, max_len=256)
+    return task, metadata or None
+
+
+def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
+    spec = council.spec
+    doc: dict[str, Any] = {
+        "workflowId": spec.id, "version": spec.council.version, "task": spec.task,
+        "rooms": [{"id": r.id, "nodeId": f"room:{r.id}", "members": list(r.members)}
+                  for r in spec.rooms],
+        "members": [{"id": m.id, "role": m.role, "engine": m.engine,
+                     **({"principal": m.principal} if m.principal else {})}
+                    for m in spec.members],
+    }
+    if full:
+        doc["definition"] = spec.to_data()
+        doc["digest"] = spec.digest()
+    return doc

@@ -1,0 +1,122 @@
+"""A turn from outside (``POST /v1/runs/{runId}/interrupts/{nodeId}``): who speaks, and may they.
+
+The body is exactly ``{"resumeValue": …}``; the value is an RFC 0005 §E payload
+``{operation: "exchange"|"close", turn?, outcome?}`` or bare turn fields
+(``{role, speakerId, content}``). The speaking member is named by the turn's ``speakerId``
+(``host:<member>``); a user turn without one speaks for the room's human member when there
+is exactly one to choose. Roster and role rules (DESIGN.md §7) are checked here before the
+run is touched, so a refused turn appends nothing and the run keeps waiting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wopdsl import CouncilState, MemberSpec
+from wopdsl.server.errors import ApiError
+
+__all__ = ["Speaker", "resolve_speaker", "room_of"]
+
+_SPEAKER_PREFIX = "host:"
+_OUTSIDE = {"human": "user", "external": "agent"}
+"""Engines whose turns arrive from outside, and the turn role each one speaks with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who a resume payload speaks for."""
+
+    member: str
+    room: str
+    principal: str | None
+    """The principal the member is reserved for, if any."""
+
+
+def room_of(state: CouncilState, node_id: str) -> str:
+    """Return the room of node ``room:<id>``.
+
+    Raises:
+        ApiError: 404 ``interrupt_not_found`` for any other node.
+    """
+    room = node_id.removeprefix("room:")
+    if not node_id.startswith("room:") or room not in state.rooms:
+        raise ApiError(404, "interrupt_not_found",
+                       f"run {state.run_id} has no interrupt at node {node_id!r}",
+                       {"nodeId": node_id,
+                        "interrupts": [f"room:{r}" for r in state.rooms]})
+    return room
+
+
+def resolve_speaker(state: CouncilState, members: dict[str, MemberSpec], room: str,
+                    resume: Any) -> Speaker:
+    """Check a resume payload against the room's roster; return who speaks.
+
+    Raises:
+        ApiError: 400 for a malformed payload, 409 for a closed conversation, 422 for a turn
+            the roster or role rules refuse.
+    """
+    if not isinstance(resume, dict):
+        raise ApiError(400, "validation_error", "resumeValue must be a JSON object",
+                       {"field": "resumeValue"})
+    turn: Any = resume.get("turn") if "operation" in resume else resume
+    operation = resume.get("operation", "exchange")
+    if operation not in ("exchange", "close"):
+        raise ApiError(400, "validation_error",
+                       f"resumeValue.operation must be 'exchange' or 'close' (got {operation!r})",
+                       {"field": "resumeValue.operation"})
+    if turn is not None and not isinstance(turn, dict):
+        raise ApiError(400, "validation_error", "resumeValue.turn must be a JSON object",
+                       {"field": "resumeValue.turn"})
+    turn = turn or {}
+    room_state = state.rooms[room]
+    if room_state.closed:
+        raise ApiError(409, "interrupt_already_resolved",
+                       f"the conversation of room '{room}' is closed; it takes no more turns",
+                       {"nodeId": f"room:{room}"})
+    roster = list(room_state.members)
+    role = turn.get("role")
+    speaker_id = turn.get("speakerId")
+    if speaker_id is not None:
+        member = str(speaker_id).removeprefix(_SPEAKER_PREFIX)
+        if not isinstance(speaker_id, str) or not speaker_id.startswith(_SPEAKER_PREFIX) or \
+                member not in roster:
+            raise _refused("conversation_speaker_not_participant",
+                           f"speakerId {speaker_id!r} is not a participant of room '{room}'",
+                           room, roster)
+    elif role == "agent":
+        raise _refused("conversation_speaker_not_participant",
+                       "an agent turn must carry the speakerId of a room participant", room,
+                       roster)
+    else:
+        member = _only_human(state, members, room, roster)
+    spec = members.get(member)
+    engine = spec.engine if spec is not None else ""
+    expected = _OUTSIDE.get(engine)
+    if expected is None:
+        raise _refused("validation_error",
+                       f"{member} is a {engine} member: its turns are produced by the host, "
+                       "not sent from outside", room, roster)
+    if role is not None and role != expected:
+        raise _refused("validation_error",
+                       f"{member} is a {engine} member: its turns are '{expected}' turns, "
+                       f"not '{role}'", room, roster)
+    return Speaker(member, room, spec.principal if spec is not None else None)
+
+
+def _only_human(state: CouncilState, members: dict[str, MemberSpec], room: str,
+                roster: list[str]) -> str:
+    humans = [m for m in roster if m in members and members[m].engine == "human"]
+    waiting = [m for m in state.waiting_for if m in humans]
+    if len(waiting) == 1:
+        return waiting[0]
+    if len(humans) == 1:
+        return humans[0]
+    raise _refused("validation_error",
+                   f"room '{room}' has {len(humans) or 'no'} human members; say which one "
+                   "speaks with turn.speakerId = 'host:<member>'", room, roster)
+
+
+def _refused(code: str, message: str, room: str, roster: list[str]) -> ApiError:
+    return ApiError(422, code, message, {"nodeId": f"room:{room}",
+                                         "participants": [f"host:{m}" for m in roster]})
