@@ -15,7 +15,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def to_toml(spec: CouncilSpec) -> str:
-    r"""Render ``spec`` as a council file: ``[council]``, then ``[[rooms]]``, then ``[[members]]``.
+    r"""Render ``spec`` as a council file: council, rooms, members, then model profiles.
 
     Keys are snake_case, defaults and ``None`` are left out, script steps are one inline
     table per line, a room's ``turn_schema`` becomes ``[rooms.turn_schema]`` sections, and
@@ -39,6 +39,8 @@ def to_toml(spec: CouncilSpec) -> str:
     chunks = [_table("[council]", data["council"])]
     chunks += [_table("[[rooms]]", room) for room in data.get("rooms", [])]
     chunks += [_table("[[members]]", member) for member in data.get("members", [])]
+    chunks += [_table(f"[models.{_key(name)}]", profile)
+               for name, profile in data.get("models", {}).items()]
     return "\n".join(chunks)
 
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
+from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
 
 __all__ = [
     "CouncilSettings",
@@ -44,7 +45,7 @@ Ident = Annotated[
 PositiveSafeInt = Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INT)]
 """A positive safe integer: 1 ... 2**53 - 1."""
 
-EngineKind = Literal["python", "script", "human"]
+EngineKind = Literal["python", "script", "human", "llm"]
 """Who produces a member's turns."""
 
 
@@ -122,6 +123,10 @@ class CouncilSettings(_Frozen):
     """Default cap on the JSON size of a member's turn input."""
     max_output_bytes: PositiveSafeInt = 262_144
     """Default cap on the JSON size of a member's turn result."""
+    max_tokens: PositiveSafeInt | None = None
+    """Run budget of model tokens, input plus output (RFC 0084); none: unlimited."""
+    max_cost_usd: NonNegativeNumber | None = None
+    """Run budget of estimated model cost in USD (needs prices on the profiles)."""
 
 
 class RoomSpec(_Frozen):
@@ -171,7 +176,7 @@ class MemberSpec(_Frozen):
     initial_turn: StrictBool = True
     """Whether the member is queued at the start (false: it waits to be mentioned)."""
     engine: EngineKind = "python"
-    """Who produces the turns: ``python`` (a handler), ``script`` or ``human``."""
+    """Who produces the turns: ``python`` (a handler), ``script``, ``human`` or ``llm``."""
     handler: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """For ``python``: ``module:function``, imported relative to the council file."""
     script: list[ScriptStep] | None = None
@@ -184,6 +189,18 @@ class MemberSpec(_Frozen):
     """Override of the council's turn-input size cap."""
     max_output_bytes: PositiveSafeInt | None = None
     """Override of the council's turn-result size cap."""
+    model: Ident | None = None
+    """For ``llm``: the ``[models.NAME]`` profile this member calls."""
+    temperature: Temperature | None = None
+    """For ``llm``: overrides the profile's temperature."""
+    max_output_tokens: PositiveSafeInt | None = None
+    """For ``llm``: overrides the profile's completion-token cap per call."""
+    system_prompt: StrictStr | None = None
+    """For ``llm``: a Jinja2 template replacing the default system prompt."""
+    turn_prompt: StrictStr | None = None
+    """For ``llm``: a Jinja2 template replacing the default turn (user) prompt."""
+    repair_attempts: Annotated[StrictInt, Field(ge=0, le=15)] | None = None
+    """For ``llm``: how often an invalid answer is re-asked (default 1)."""
 
 
 class CouncilSpec(_Frozen):
@@ -195,6 +212,8 @@ class CouncilSpec(_Frozen):
     """The ``[[rooms]]``, in declaration order."""
     members: list[MemberSpec] = Field(default_factory=list)
     """The ``[[members]]``, in declaration order (the result lists them in this order)."""
+    models: dict[Ident, ModelProfile] = Field(default_factory=dict)
+    """The ``[models.NAME]`` profiles ``llm`` members call, by name."""
 
     @property
     def id(self) -> str:

@@ -1,0 +1,1 @@
+"""The ``llm`` member engine: a chat model behind any OpenAI-compatible endpoint."""
