@@ -229,7 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
         if scripted is None:
             self._error(500, "script exhausted: no answer queued for this request")
             return
-        model = owner.model_name or (body.get("model") if isinstance(body, dict) else "m")
+        model = str(owner.model_name or (body.get("model") if isinstance(body, dict) else "m"))
         if isinstance(scripted, Failure):
             time.sleep(scripted.delay_s)
             headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
