@@ -12,6 +12,7 @@ from wopdsl._ids import Clock, message_id
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._endings import Endings
 from wopdsl.engine._inputs import build_turn
+from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._results import check_result
 from wopdsl.engine.human import HumanDoor, HumanInput
 from wopdsl.errors import StoreConflict, TurnError
@@ -26,7 +27,7 @@ _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-class Engine(HumanDoor, Endings):
+class Engine(HumanDoor, Endings, LiveRecords):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -94,6 +95,7 @@ class Engine(HumanDoor, Endings):
                                                                   exclude_none=True)
             self._emit("run.started", p.run_started(spec.id, spec.task, definition,
                                                     self.graph.digest, extra))
+            self._reserve_budget()
             for room in self.graph.rooms.values():
                 self._open_room(room.id)
             self._flush()
@@ -117,7 +119,8 @@ class Engine(HumanDoor, Endings):
         with self.store.claim(self.run_id):
             async with self._lock:
                 self._catch_up()  # What a driver that just let go appended.
-            await self._drive_batches()
+            async with self._recording_agents():
+                await self._drive_batches()
         return self.state.status
 
     async def _drive_batches(self) -> None:
@@ -211,6 +214,8 @@ class Engine(HumanDoor, Endings):
             # Resume: a turn that started but never completed runs again as attempt + 1.
             batch = sorted(state.inflight.values(), key=lambda i: i.position)
             for inflight in batch:
+                self._emit("node.retried", {"nodeId": inflight.member, "attempt":
+                                            inflight.attempt + 1}, node_id=inflight.member)
                 self._emit("node.started", p.member_started(
                     inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
                     position=inflight.position, triggers=inflight.triggers,
@@ -330,16 +335,19 @@ class Engine(HumanDoor, Endings):
                 continue
             self._emit("node.completed", {"nodeId": member, "outputs": outcome},
                        node_id=member)
+            model = getattr(self.graph.members[member].agent, "provenance", None)
             for index, post in enumerate(outcome.get("posts", [])):
                 self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False)
+                               member, post["text"], post["mentions"], human=False, model=model)
         self.after_settle(batch)
         if timed_out:
             self._time_out()
         elif failure is not None:
             member, error = failure
-            self._fail("TEAM_NODE_FAILED", f"member {member} failed: {error.code}: "
-                       f"{error.message}", member, details={"nodeError": error.code})
+            budget = error.code == "BUDGET_EXHAUSTED"  # RFC 0084: the run fails on it
+            self._fail(error.code if budget else "TEAM_NODE_FAILED", error.message if budget
+                       else f"member {member} failed: {error.code}: {error.message}", member,
+                       details={"nodeError": error.code})
         # The caller commits: the completions of one settled batch share one transaction.
 
     def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
@@ -369,8 +377,7 @@ class Engine(HumanDoor, Endings):
         member = self.graph.members[inflight.member]
         try:
             turn = build_turn(self.state, member, inflight)
-            assert member.agent is not None
-            call = member.agent.take_turn(turn)
+            call = self._agent_call(member, turn, inflight)
             if member.turn_timeout_s is not None:
                 raw = await asyncio.wait_for(call, member.turn_timeout_s)
             else:

@@ -100,8 +100,12 @@ def post_turn(
     ts: int,
     index: int,
     room_id: str,
+    model: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The conversation turn of an accepted post (agents carry ``speakerId``)."""
+    """The conversation turn of an accepted post (agents carry ``speakerId``).
+
+    ``model`` (``{provider, model}``) stamps RFC 0109 provenance on a model's agent turn.
+    """
     turn: dict[str, Any] = {
         "messageId": message_id,
         "from": sender,
@@ -113,6 +117,8 @@ def post_turn(
     }
     if not human:
         turn["speakerId"] = agent_ref(sender)
+        if model is not None:
+            turn["agent"] = {"model": dict(model)}
     return turn
 
 
@@ -152,3 +158,13 @@ def member_started(
     if batch is not None:
         payload["batch"] = batch
     return payload
+
+
+def budget_reserved(max_tokens: int | None, max_cost_usd: float | None) -> dict[str, Any]:
+    """``budget.reserved`` (RFC 0084 §C): the run's effective budget, once at run start."""
+    budget: dict[str, Any] = {}
+    if max_tokens is not None:
+        budget["maxTokens"] = max_tokens
+    if max_cost_usd is not None:
+        budget["maxCostUsd"] = max_cost_usd
+    return {"effectiveBudget": budget, "scope": "run"}

@@ -12,6 +12,7 @@ from wopdsl.model.construct import new_message
 from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
+from wopdsl.state.usage import RunUsage
 
 __all__ = [
     "TERMINAL",
@@ -136,6 +137,8 @@ class CouncilState:
     divergences: list[dict[str, Any]] = field(default_factory=list)
     source_run_id: str | None = None
     """For a fork: the run it was forked from."""
+    usage: RunUsage = field(default_factory=RunUsage)
+    """Model usage per member and in total, from ``provider.usage``."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -194,13 +197,12 @@ class CouncilState:
         return [m for m in self.queue if self.members[m].human]
 
     def result(self) -> dict[str, Any]:
-        """The council result: ``{task, agents: [{name, role, result}]}`` in declaration order."""
-        return {
-            "task": self.task,
-            "agents": [
-                {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()
-            ],
-        }
+        """The council result: ``{task, agents: [{name, role, result}], usage?}``."""
+        result: dict[str, Any] = {"task": self.task, "agents": [
+            {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()]}
+        if self.usage.total.calls:
+            result["usage"] = self.usage.to_json()
+        return result
 
     def transcript_messages(self) -> list[Message]:
         """Every saved message in saved order."""
@@ -353,6 +355,9 @@ class CouncilState:
         self.terminal = "cancelled"
         self.ended_at = event["timestamp"]
 
+    def _provider_usage(self, event: RunEventDoc) -> None:
+        self.usage.add(event)
+
     def _diverged(self, event: RunEventDoc) -> None:
         self.divergences.append(dict(event["payload"]))
 
@@ -391,4 +396,5 @@ _HANDLERS = {
     "run.failed": CouncilState._run_failed,
     "run.cancelled": CouncilState._run_cancelled,
     "replay.diverged": CouncilState._diverged,
+    "provider.usage": CouncilState._provider_usage,
 }

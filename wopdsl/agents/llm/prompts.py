@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wopdsl.agents._templates import Renderer, compile_template
 from wopdsl.agents.base import turn_context
+from wopdsl.agents.templates import Renderer, compile_template
 from wopdsl.model.turns import Turn
 
 __all__ = [
