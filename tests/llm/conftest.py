@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
-from wopdsl import Council  # noqa: E402
-from wopdsl.testing.model_server import ScriptedModelServer  # noqa: E402
+from wopdsl import Council
+from wopdsl.testing.model_server import ScriptedModelServer
 
 KEY_ENV = "WOPDSL_TEST_MODEL_KEY"
 KEY = "sk-test-0000"

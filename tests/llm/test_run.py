@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.llm.conftest import KEY, llm_council
 from tests.openwop_schemas import load_schemas
@@ -247,4 +246,4 @@ async def test_max_concurrency_bounds_calls_in_flight(server: ScriptedModelServe
     run, _ = await run_it(council, tmp_path / "a.db")
     assert run.status == "completed"
     arrivals = sorted(r.at for r in server.requests)
-    assert all(b - a >= 0.25 for a, b in zip(arrivals, arrivals[1:], strict=False))
+    assert all(b - a >= 0.25 for a, b in itertools.pairwise(arrivals))
