@@ -130,7 +130,7 @@ def run_json(run_id: str, state: CouncilState) -> dict[str, Any]:
         doc["error"] = {"code": "CANCELLED", "message": "the run was cancelled"}
     else:
         doc["result"] = state.outputs if status == "completed" else None
-    usage = state.usage_json()
+    usage = state.usage.to_json()
     if usage is not None:
         doc["usage"] = usage
     return doc
@@ -165,7 +165,7 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                 summary = "(no turn)"
             text = terminal_safe(f"  {member.id} ({member.role}): {summary.rstrip()}")
             print(text.replace("\n", "\n    "), file=out)
-    usage = state.usage_json()
+    usage = state.usage.to_json()
     if usage is not None:
         print("\nmodel usage", file=out)
         for member, spent in usage["members"].items():
