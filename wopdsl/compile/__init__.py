@@ -85,7 +85,7 @@ def compile(
         raise DeclarationError([_with_source(p, source) for p in problems])
     return CouncilGraph(spec=spec, members=members, rooms=rooms, digest=spec.digest(),
                         source=source,
-                        definition=spec.model_dump(mode="json", exclude_none=True))
+                        definition=spec.definition())
 
 
 def _with_source(problem: Problem, source: str | None) -> Problem:

@@ -91,8 +91,7 @@ class Engine(HumanDoor, Endings, LiveRecords):
             extra = dict(self.metadata)
             if self.graph.source:
                 extra.setdefault("source", self.graph.source)
-            definition = self.graph.definition or spec.model_dump(mode="json",
-                                                                  exclude_none=True)
+            definition = self.graph.definition or spec.definition()
             self._emit("run.started", p.run_started(spec.id, spec.task, definition,
                                                     self.graph.digest, extra))
             self._reserve_budget()

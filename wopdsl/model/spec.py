@@ -203,6 +203,11 @@ class MemberSpec(_Frozen):
     """For ``llm``: how often an invalid answer is re-asked (default 1)."""
 
 
+_BUDGET_KEYS = ("max_tokens", "max_cost_usd")
+_LLM_MEMBER_KEYS = ("model", "temperature", "max_output_tokens", "system_prompt",
+                    "turn_prompt", "repair_attempts")
+
+
 class CouncilSpec(_Frozen):
     """A whole council, exactly as the TOML file declares it. Inert: see ``compile()``."""
 
@@ -236,9 +241,28 @@ class CouncilSpec(_Frozen):
         """Return the declaration as plain JSON data (defaults and ``None`` left out)."""
         return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
 
+    def definition(self, *, exclude_none: bool = True) -> dict[str, Any]:
+        """The full declaration as JSON data (``run.started.metadata.council``).
+
+        The keys of ``llm`` members and budgets are left out while unused, so a council
+        that uses none keeps the definition and digest it had before they existed.
+        """
+        data = self.model_dump(mode="json", exclude_none=exclude_none)
+        if not data.get("models"):
+            data.pop("models", None)
+        for key in _BUDGET_KEYS:
+            if data["council"].get(key, 0) is None:
+                del data["council"][key]
+        for member in data.get("members", []):
+            for key in _LLM_MEMBER_KEYS:
+                if member.get(key, 0) is None:
+                    del member[key]
+        return data
+
     def digest(self) -> str:
         """Return ``sha256:<hex>`` of the canonical JSON of the full declaration."""
         canonical = json.dumps(
-            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            self.definition(exclude_none=False), sort_keys=True, separators=(",", ":"),
+            ensure_ascii=False
         )
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
