@@ -33,6 +33,11 @@ class Usage:
         if cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
+    def label(self) -> str:
+        """``1,234 tokens`` (with ``· $0.0012`` when priced), as UIs show it."""
+        text = f"{self.total_tokens:,} tokens"
+        return text if self.cost_usd is None else f"{text} · ${self.cost_usd:.4f}"
+
     def to_json(self) -> dict[str, Any]:
         """``{calls, inputTokens, outputTokens, totalTokens, costUsd?}``."""
         out: dict[str, Any] = {"calls": self.calls, "inputTokens": self.input_tokens,
