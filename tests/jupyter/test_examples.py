@@ -117,9 +117,9 @@ def test_llm_members(run_notebook: RunNotebook, workdir: Path) -> None:
         "'total': {'calls': 3, 'inputTokens': 700, 'outputTokens': 180, 'totalTokens': 880}}")
     assert " ".join(result(nb, "events").split()).startswith(
         "['node.started', 'prompt.composed', 'output.chunk'")
-    assert " ".join(result(nb, "requests").split()) == ("[('proposer', 'gpt-4o-mini', 'json_schema'), "
-                                      "('critic', 'gpt-4o-mini', 'json_schema'), "
-                                      "('proposer', 'gpt-4o-mini', 'json_schema')]")
+    assert " ".join(result(nb, "requests").split()) == (
+        "[('proposer', 'gpt-4o-mini', 'json_schema'), ('critic', 'gpt-4o-mini', 'json_schema'), "
+        "('proposer', 'gpt-4o-mini', 'json_schema')]")
     view_html, _models = live_view(nb, "show")
     assert 'data-status="completed"' in view_html and "880 tokens" in view_html
     assert result(nb, "wait") == "'completed'"
