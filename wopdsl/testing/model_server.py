@@ -198,6 +198,11 @@ class _Handler(BaseHTTPRequestHandler):
     server_owner: ScriptedModelServer
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        """Send each SSE chunk at once (no Nagle delay, as real servers stream)."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read :attr:`ScriptedModelServer.requests` instead."""
 
