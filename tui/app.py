@@ -190,7 +190,8 @@ class CouncilApp(App[int]):
             self.run_status = fold.status
             self.query_one(Roster).show_members(
                 list(fold.members.values()), {m: fold.phase(m) for m in fold.members},
-                self._colors)
+                self._colors, {m: u for m in fold.members if (u := fold.usage(m))},
+                fold.streams)
             self._waiting = fold.waiting_for
             self._on_waiting()
         self.query_one(StatusLine).show_status(

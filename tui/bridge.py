@@ -32,6 +32,7 @@ __all__ = [
 _ROSTER_EVENTS: Final = frozenset({
     "run.started", "node.started", "node.completed", "node.failed", "node.cancelled",
     "conversation.exchanged", "run.completed", "run.failed", "run.cancelled",
+    "provider.usage", "output.chunk",
 })
 """Event types that may change a member's state or the run's status."""
 
@@ -118,6 +119,8 @@ class RunFold:
     """Member id -> room of the latest message mentioning it."""
     roster_changed: bool = True
     """Set when an event may change the roster or status; the screen clears it."""
+    streams: dict[str, str] = field(default_factory=dict)
+    """Member id -> the tail of the text its model is streaming in the turn in flight."""
 
     @property
     def members(self) -> dict[str, MemberState]:
@@ -149,6 +152,11 @@ class RunFold:
         """Human members whose requested turn is pending."""
         return self.council.waiting_for
 
+    def usage(self, member_id: str) -> str | None:
+        """The member's model tokens (and cost), e.g. ``880 tokens · $0.0012``, if any."""
+        spent = self.council.usage.members.get(member_id)
+        return spent.label() if spent is not None else None
+
     def phase(self, member_id: str) -> str:
         """Return ``queued``, ``running``, ``waiting``, ``failed``, ``done`` or ``idle``.
 
@@ -172,6 +180,10 @@ class RunFold:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event, payload)
+        if kind == "output.chunk":
+            self.streams[node] = (self.streams.get(node, "") + str(payload.get("chunk", "")))[-80:]
+        elif kind in ("node.started", "node.completed", "node.failed", "node.cancelled"):
+            self.streams.pop(node, None)
 
     def _run_started(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         self.run_id = str(event.get("runId", ""))

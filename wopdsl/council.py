@@ -43,6 +43,7 @@ class Council:
         self._settings: dict[str, Any] = {"id": id, "task": task, **settings}
         self._rooms: list[dict[str, Any]] = []
         self._members: list[dict[str, Any]] = []
+        self._models: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {}
         """Python handlers bound to members, by member id."""
         self.source: str | None = None
@@ -83,6 +84,31 @@ class Council:
         self._rooms.append(entry)
         return self
 
+    def model(self, name: str, *, model: str, **options: Any) -> Council:
+        """Declare a model profile (``[models.NAME]``) that ``llm`` members name.
+
+        Args:
+            name: The profile's name (what a member's ``model=`` refers to).
+            model: The model as the server knows it, e.g. ``"gpt-4o-mini"``.
+            **options: Other profile keys: ``base_url``, ``api_key_env`` (the NAME of an
+                environment variable, never a key), ``temperature``, ``max_output_tokens``,
+                ``max_concurrency``, ``price_in_per_mtok``, ``price_out_per_mtok`` …
+
+        Returns:
+            The council, so calls can chain.
+
+        Example:
+            >>> council = Council("c", task="t").model("local", model="qwen2.5:7b-instruct",
+            ...                                        base_url="http://127.0.0.1:11434/v1")
+            >>> _ = council.add_member("critic", role="critic", engine="llm", model="local")
+            >>> council.spec.models["local"].model
+            'qwen2.5:7b-instruct'
+        """
+        self._mutable()
+        self._models[name] = {"model": model,
+                              **{k: v for k, v in options.items() if v is not None}}
+        return self
+
     def member(self, id: str | None = None, *, role: str, brief: str = "",
                initial_turn: bool = True, **options: Any) -> Callable[[F], F]:
         """Declare a python member whose turns ``fn(turn)`` produces (sync or async).
@@ -101,7 +127,12 @@ class Council:
 
     def add_member(self, id: str, *, role: str, brief: str = "", initial_turn: bool = True,
                    engine: str = "python", **options: Any) -> Council:
-        """Declare a member without a decorator (``engine="human"`` or ``"script"``)."""
+        """Declare a member without a decorator (``engine="human"``, ``"script"`` or ``"llm"``).
+
+        An ``llm`` member names a profile declared with :meth:`model` (``model="local"``) and
+        may override ``temperature``, ``max_output_tokens``, ``system_prompt``,
+        ``turn_prompt`` and ``repair_attempts``.
+        """
         self._mutable()
         entry: dict[str, Any] = {"id": id, "role": role, "engine": engine}
         if brief:
@@ -146,7 +177,10 @@ class Council:
             DeclarationError: every problem, with field paths.
         """
         if self._spec is None:
-            data = {"council": self._settings, "rooms": self._rooms, "members": self._members}
+            data: dict[str, Any] = {"council": self._settings, "rooms": self._rooms,
+                                    "members": self._members}
+            if self._models:
+                data["models"] = self._models
             declaration = declaration_from_data(
                 data, source=f"Council({self._settings.get('id')!r})")
             self._declaration = declaration

@@ -54,6 +54,8 @@ CODES: Final[tuple[str, ...]] = (
     "STORE_ERROR",
     "EVENT_INVALID",
     "RUN_NOT_FOUND",
+    "MODEL_ERROR",
+    "BUDGET_EXHAUSTED",
 )
 """Every stable error code, in the order docs/errors.md documents them."""
 

@@ -78,3 +78,21 @@ def test_postgres_bench_prints_both_figures(tmp_path: Path) -> None:
         assert row["events"] == data["w_nt"][0]["events"] + 3 * (row["turns"] - 10)
     assert [h["hosts"] for h in data["hosts"]] == [1, 2]
     assert all(h["runs"] > 0 for h in data["hosts"])
+
+
+def test_llm_bench_runs_and_writes_json(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+    out = tmp_path / "llm.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH.parent / "llm.py"), "--quick", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "bare openai client floor" in proc.stdout and "overlap:" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["cost"]["turns"] == 20 and data["cost"]["floor_ms"] > 0
+    assert data["overlap"]["batch"] == 4
+    # No timing asserted; only that a batch overlapped at all (serial would be 4 × 200 ms).
+    assert data["overlap"]["wall_ms"] < data["overlap"]["serial_ms"]

@@ -103,7 +103,8 @@ def test_runs_lists_every_run_with_its_status(wop: Wop, release_team: Path,
 
     assert table.returncode == 0
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["RUN", "COUNCIL", "STATUS", "EVENTS", "STARTED"]
+    assert lines[0].split() == ["RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST",
+                                "STARTED"]
     assert [line.split()[:3] for line in lines[1:]] == [
         ["a", "release-team", "completed"], ["b", "ask-me", "waiting-input"],
         ["c", "echo", "failed"]]

@@ -127,7 +127,8 @@ def test_duplicate_key_points_at_the_repeated_key() -> None:
 
 def test_unknown_top_level_key() -> None:
     problem = only_problem('name = "x"\n\n[council]\nid = "c"\ntask = "t"\n')
-    assert_at(problem, 1, 1, "name", "unknown key 'name' (allowed: council, rooms, members)")
+    assert_at(problem, 1, 1, "name",
+              "unknown key 'name' (allowed: council, rooms, members, models)")
 
 
 def test_council_setting_above_the_council_table_is_moved_there() -> None:
@@ -203,13 +204,13 @@ def test_wrong_type_array_for_room_members() -> None:
 
 
 def test_wrong_engine_name() -> None:
-    problem = only_problem(BASE.replace('engine = "script"', 'engine = "llm"'))
+    problem = only_problem(BASE.replace('engine = "script"', 'engine = "lm"'))
     assert_at(
         problem,
         12,
         1,
         "members[0] (writer).engine",
-        "must be one of 'python', 'script', 'human' or 'external', got \"llm\"",
+        "must be one of 'python', 'script', 'human', 'external' or 'llm', got \"lm\"",
     )
 
 

@@ -102,3 +102,24 @@ def test_attach(run_notebook: RunNotebook, workdir: Path) -> None:
     assert "council release-team: completed" in stdout(nb, "transcript")
     assert len(displays(nb, "show")) == 1
     assert cell(nb, "show").source == "view = run.show()"
+
+
+def test_llm_members(run_notebook: RunNotebook, workdir: Path) -> None:
+    pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+    nb = run_notebook(workdir / "examples" / "llm_members.ipynb", workdir / "examples")
+
+    assert result(nb, "server") == "True"
+    html = result(nb, "arun", "text/html")
+    assert 'data-status="completed"' in html
+    assert '<span class="wop-usage">880 tokens</span>' in html
+    assert "The weakest claim is that feature flags remove all merge risk" in html
+    assert " ".join(result(nb, "usage").split()).endswith(
+        "'total': {'calls': 3, 'inputTokens': 700, 'outputTokens': 180, 'totalTokens': 880}}")
+    assert " ".join(result(nb, "events").split()).startswith(
+        "['node.started', 'prompt.composed', 'output.chunk'")
+    assert " ".join(result(nb, "requests").split()) == (
+        "[('proposer', 'gpt-4o-mini', 'json_schema'), ('critic', 'gpt-4o-mini', 'json_schema'), "
+        "('proposer', 'gpt-4o-mini', 'json_schema')]")
+    view_html, _models = live_view(nb, "show")
+    assert 'data-status="completed"' in view_html and "880 tokens" in view_html
+    assert result(nb, "wait") == "'completed'"

@@ -25,8 +25,29 @@ def test_the_councils_folder_is_found() -> None:
 
 
 @pytest.mark.parametrize("path", COUNCILS, ids=lambda path: path.stem)
-def test_run(path: Path, run_council: CouncilRunner, snapshot: SnapshotAssertion) -> None:
-    """The transcript and the normalised event log (a run waiting for a person stops there)."""
+def test_run(path: Path, run_council: CouncilRunner, snapshot: SnapshotAssertion,
+             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transcript and the normalised event log (a run waiting for a person stops there).
+
+    Councils with ``llm`` members run against the scripted model server on loopback.
+    """
+    if any(m.engine == "llm" for m in load(path).spec.members):
+        pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+        from wopdsl.testing.model_server import ScriptedModelServer
+        from wopdsl.testing.review_answers import review_answer
+
+        server = ScriptedModelServer().start()
+        server.default = review_answer
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        try:
+            _run_and_lock(path, run_council, snapshot)
+        finally:
+            server.stop()
+        return
+    _run_and_lock(path, run_council, snapshot)
+
+
+def _run_and_lock(path: Path, run_council: CouncilRunner, snapshot: SnapshotAssertion) -> None:
     try:
         run = run_council(path)
     except WopError as error:

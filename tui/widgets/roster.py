@@ -42,8 +42,13 @@ class Roster(Static):
         self.border_title = "Roster"
 
     def show_members(self, members: Sequence[MemberInfo], phases: Mapping[str, str],
-                     colors: Mapping[str, str]) -> None:
-        """Redraw from the members (turns, cap) and each one's phase (``RunFold.phase``)."""
+                     colors: Mapping[str, str], usage: Mapping[str, str] | None = None,
+                     streams: Mapping[str, str] | None = None) -> None:
+        """Redraw from the members (turns, cap) and each one's phase (``RunFold.phase``).
+
+        ``llm`` members get a line with their model tokens (and cost) and, while a turn is
+        in flight, the tail of the text their model is streaming.
+        """
         width = max(12, self.scrollable_content_region.width or 28)
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         for number, member in enumerate(members):
@@ -62,6 +67,15 @@ class Roster(Static):
             text.append(role, style="dim")
             text.append(" " * (width - len(role) - len(turns)))
             text.append(turns)
+            spent = (usage or {}).get(member.id)
+            if spent:
+                text.append("\n")
+                text.append(_fit(f"  {spent}", width), style="cyan")
+            live = (streams or {}).get(member.id)
+            if live and phase == "running":
+                text.append("\n")
+                tail = " ".join(live.split())
+                text.append(_fit("  ▸ " + tail[-(width - 4):], width), style="italic dim")
         self.update(text)
 
 

@@ -3,11 +3,38 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from wopdsl.model.turns import Turn
 
-__all__ = ["MemberAgent", "turn_context"]
+if TYPE_CHECKING:
+    from wopdsl.agents.budget import RunBudget
+
+__all__ = ["MemberAgent", "TurnRecorder", "turn_context"]
+
+
+class TurnRecorder(Protocol):
+    """What an agent may write to the run's log while its turn runs (given by the engine).
+
+    Events are appended in call order, made durable without waiting for the batch to settle
+    (live viewers see them), and attributed to the turn's node.
+    """
+
+    node_id: str
+    """The member's node id."""
+    attempt: int
+    """The turn's current attempt (0-based; raised by :meth:`retried`)."""
+    budget: RunBudget | None
+    """The run's budget, shared by the turns in flight (``None``: no limits, no usage)."""
+
+    def record(self, type_: str, payload: dict[str, Any]) -> None:
+        """Append one event (``prompt.composed``, ``provider.usage``, ``budget.*`` …)."""
+
+    def chunk(self, text: str, *, last: bool = False) -> None:
+        """Stream output: coalesced into ``output.chunk`` events for live subscribers."""
+
+    def retried(self, delay_ms: int, error: dict[str, Any]) -> None:
+        """Record a retry: ``node.retried`` then the turn's ``node.started`` as attempt + 1."""
 
 
 class MemberAgent(ABC):
@@ -31,6 +58,19 @@ class MemberAgent(ABC):
         Raises:
             TurnError: the turn failed with a stable code (e.g. ``SCRIPT_EXHAUSTED``).
         """
+
+    records: ClassVar[bool] = False
+    """Whether the engine calls :meth:`take_recorded_turn` with a :class:`TurnRecorder`."""
+
+    async def take_recorded_turn(self, turn: Turn, recorder: TurnRecorder) -> object:
+        """Like :meth:`take_turn`, writing events through ``recorder`` (``records`` agents)."""
+        return await self.take_turn(turn)
+
+    async def start(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """A run that may call this agent starts being driven (open connections lazily)."""
+
+    async def stop(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """That run stops being driven (close what :meth:`start` opened)."""
 
 
 def turn_context(turn: Turn) -> dict[str, Any]:

@@ -57,6 +57,8 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
         tail = f" ({'; '.join(extra)})" if extra else ""
         print(f"    {member.id} [{member.spec.role}] engine={member.spec.engine} "
               f"cap={member.cap}{tail}", file=out)
+    for line in worst_case_lines(spec, graph.members.values()):
+        print(line, file=out)
     out.flush()
     return EXIT_OK
 
@@ -139,24 +141,92 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
         status = status_of_event(info.last_type)
         if status is None:
             status = CouncilState.fold(store.read(info.run_id)).status
-        rows.append({"runId": info.run_id, "council": info.workflow_id, "status": status,
-                     "events": info.last_sequence + 1, "startedAt": info.started_at})
+        row = {"runId": info.run_id, "council": info.workflow_id, "status": status,
+               "events": info.last_sequence + 1, "startedAt": info.started_at}
+        usage = run_usage(store, info.run_id)
+        if usage is not None:
+            row["usage"] = usage
+        rows.append(row)
     if args.json:
         print_json(rows, ctx.out)
         return EXIT_OK
     if not rows:
         print(f"no runs in {ctx.store_shown}", file=ctx.out, flush=True)
         return EXIT_OK
-    table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "STARTED")] + [
-        (r["runId"], r["council"], r["status"], str(r["events"]), r["startedAt"]) for r in rows
+    table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST", "STARTED")] + [
+        (r["runId"], r["council"], r["status"], str(r["events"]), *usage_cells(r.get("usage")),
+         r["startedAt"]) for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    widths = [max(len(row[i]) for row in table) for i in range(6)]
     for row in table:
-        cells = [row[i].ljust(widths[i]) if i != 3 else row[i].rjust(widths[i])
-                 for i in range(4)]
-        print("  ".join([*cells, row[4]]), file=ctx.out)
+        cells = [row[i].ljust(widths[i]) if i < 3 else row[i].rjust(widths[i])
+                 for i in range(6)]
+        print("  ".join([*cells, row[6]]), file=ctx.out)
     ctx.out.flush()
     return EXIT_OK
+
+
+def run_usage(store: Any, run_id: str) -> dict[str, Any] | None:
+    """The run's model usage total (``provider.usage`` events summed), if any."""
+    total: dict[str, Any] | None = None
+    for event in store.read(run_id):
+        if event["type"] != "provider.usage":
+            continue
+        payload = event["payload"]
+        total = total or {"calls": 0, "inputTokens": 0, "outputTokens": 0, "totalTokens": 0}
+        total["calls"] += 1
+        total["inputTokens"] += payload.get("inputTokens", 0)
+        total["outputTokens"] += payload.get("outputTokens", 0)
+        total["totalTokens"] = total["inputTokens"] + total["outputTokens"]
+        if "costEstimateUsd" in payload:
+            total["costUsd"] = round(total.get("costUsd", 0.0) + payload["costEstimateUsd"], 6)
+    return total
+
+
+def usage_cells(usage: dict[str, Any] | None) -> tuple[str, str]:
+    """The TOKENS and COST cells of ``wop runs`` (``-`` when none)."""
+    if usage is None:
+        return "-", "-"
+    cost = f"${usage['costUsd']:.4f}" if "costUsd" in usage else "-"
+    return f"{usage['totalTokens']:,}", cost
+
+
+def worst_case_lines(spec: Any, members: Any) -> list[str]:
+    """``wop validate``'s worst case: turns (sum of caps) and, for llm members, tokens, cost."""
+    members = list(members)
+    turns = sum(m.cap for m in members if not m.human)
+    lines = [f"  worst case: {turns} member turns (sum of caps)"]
+    llm = [m for m in members if m.spec.engine == "llm"]
+    if not llm:
+        return lines
+    tokens = 0
+    cost = 0.0
+    priced = True
+    for member in llm:
+        profile = spec.models[member.spec.model]
+        out = member.spec.max_output_tokens or profile.max_output_tokens
+        repairs = member.spec.repair_attempts if member.spec.repair_attempts is not None else 1
+        calls = member.cap * (1 + repairs)
+        tokens += calls * out
+        price = profile.cost_usd(0, calls * out)
+        if price is None:
+            priced = False
+        else:
+            cost += price
+        lines.append(f"    {member.id}: {calls} calls × {out} output tokens "
+                     f"(model {profile.model} via [models.{member.spec.model}])")
+    cost_text = f", ${cost:.4f} of output" if priced else " (no prices set: cost unknown)"
+    lines.append(f"  worst case output: {tokens:,} tokens{cost_text}; prompts add input "
+                 "tokens")
+    budget = spec.council
+    if budget.max_tokens is not None or budget.max_cost_usd is not None:
+        limits = []
+        if budget.max_tokens is not None:
+            limits.append(f"max_tokens={budget.max_tokens:,}")
+        if budget.max_cost_usd is not None:
+            limits.append(f"max_cost_usd={budget.max_cost_usd:g}")
+        lines.append(f"  budget: {' '.join(limits)} (a call that could pass it is not made)")
+    return lines
 
 
 def cmd_export(ctx: Context, args: argparse.Namespace) -> int:

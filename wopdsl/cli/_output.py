@@ -140,7 +140,20 @@ def run_json(run_id: str, state: CouncilState) -> dict[str, Any]:
         doc["error"] = {"code": "CANCELLED", "message": "the run was cancelled"}
     else:
         doc["result"] = state.outputs if status == "completed" else None
+    usage = state.usage.to_json()
+    if usage is not None:
+        doc["usage"] = usage
     return doc
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    """``1,234 tokens (1,000 in, 234 out), 3 calls, $0.0012`` for one usage summary."""
+    text = (f"{usage['totalTokens']:,} tokens ({usage['inputTokens']:,} in, "
+            f"{usage['outputTokens']:,} out), {usage['calls']} call"
+            f"{'s' if usage['calls'] != 1 else ''}")
+    if "costUsd" in usage:
+        text += f", ${usage['costUsd']:.4f}"
+    return text
 
 
 def print_json(doc: Any, out: TextIO) -> None:
@@ -166,6 +179,12 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                 summary = "(no turn)"
             text = terminal_safe(f"  {member.id} ({member.role}): {summary.rstrip()}")
             print(text.replace("\n", "\n    "), file=out)
+    usage = state.usage.to_json()
+    if usage is not None:
+        print("\nmodel usage", file=out)
+        for member, spent in usage["members"].items():
+            print(terminal_safe(f"  {member}: {usage_text(spent)}"), file=out)
+        print(f"  total: {usage_text(usage['total'])}", file=out)
     for divergence in state.divergences:
         print(f"replay diverged from {divergence.get('sourceRunId')} at "
               f"#{divergence.get('atSequence')}: {divergence.get('divergenceKind')}", file=out)

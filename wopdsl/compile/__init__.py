@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.human import ExternalAgent, HumanAgent
@@ -58,6 +59,7 @@ def compile(
     rooms = {room.id: _compile_room(room, problems) for room in spec.rooms}
     members: dict[str, CompiledMember] = {}
     settings = spec.council
+    clients: dict[str, Any] = {}
     for index, member in enumerate(spec.members):
         brief = _template(member.brief, f"members[{index}].brief", problems)
         timeout = member.turn_timeout_ms or settings.turn_timeout_ms
@@ -67,9 +69,10 @@ def compile(
             cap=member.max_turns or settings.max_turns_per_member,
             rooms=tuple(r.id for r in spec.rooms if member.id in r.members),
             brief=brief,
-            agent=_agent(member, index, handlers, base_dir, problems,
-                         timeout / 1000 if timeout else None,
-                         member.max_output_bytes or settings.max_output_bytes),
+            agent=(_llm_agent(spec, member, index, clients, problems) if member.engine == "llm"
+                   else _agent(member, index, handlers, base_dir, problems,
+                               timeout / 1000 if timeout else None,
+                               member.max_output_bytes or settings.max_output_bytes)),
             turn_timeout_s=timeout / 1000 if timeout else None,
             max_input_bytes=member.max_input_bytes or settings.max_input_bytes,
             max_output_bytes=member.max_output_bytes or settings.max_output_bytes,
@@ -87,7 +90,7 @@ def compile(
         raise DeclarationError([_with_source(p, source) for p in problems])
     return CouncilGraph(spec=spec, members=members, rooms=rooms, digest=spec.digest(),
                         source=source,
-                        definition=spec.model_dump(mode="json", exclude_none=True))
+                        definition=spec.definition())
 
 
 def _with_source(problem: Problem, source: str | None) -> Problem:
@@ -156,3 +159,36 @@ def _agent(
                                 hint="name a module:function importable from the council "
                                      "file's folder"))
         return None
+
+
+def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[str, Any],
+               problems: list[Problem]) -> MemberAgent | None:
+    # Imported here: the llm engine's modules are only needed by councils that use it (and
+    # they import the openai package only when the first call is made).
+    from wopdsl.agents.llm import LlmAgent, ProfileClient, PromptTemplates, RoomView
+    from wopdsl.model.llm import DEFAULT_REPAIR_ATTEMPTS
+
+    assert member.model is not None  # check_spec guarantees it
+    profile = spec.models[member.model]
+    client = clients.get(member.model)
+    if client is None:
+        client = clients[member.model] = ProfileClient(member.model, profile)
+    rooms = tuple(RoomView(room.id, room.title or room.id,
+                           tuple(m for m in room.members if m != member.id))
+                  for room in spec.rooms if member.id in room.members)
+    try:
+        templates = PromptTemplates(member.id, rooms, system_prompt=member.system_prompt,
+                                    turn_prompt=member.turn_prompt)
+    except TemplateProblem as exc:
+        key = "system_prompt" if member.system_prompt else "turn_prompt"
+        problems.append(Problem(f"template syntax error: {exc} (template line {exc.line})",
+                                path=f"members[{index}].{key}",
+                                hint="fix the Jinja2 template syntax"))
+        return None
+    return LlmAgent(
+        member.id, client, templates,
+        temperature=member.temperature if member.temperature is not None
+        else profile.temperature,
+        max_output_tokens=member.max_output_tokens or profile.max_output_tokens,
+        repair_attempts=member.repair_attempts if member.repair_attempts is not None
+        else DEFAULT_REPAIR_ATTEMPTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, get_args
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -62,6 +62,17 @@ _TYPE_NAMES = {
 }
 
 
+_PATTERN_HINTS: dict[str, tuple[str, str]] = {
+    "api_key_env": ("the NAME of an environment variable (letters, digits, '_')",
+                    'name the variable that holds the key, e.g. api_key_env = "OPENAI_API_KEY";'
+                    " never put a key in the file"),
+    "base_url": ("an http:// or https:// URL",
+                 'e.g. base_url = "http://127.0.0.1:11434/v1", or leave it out to use '
+                 "$OPENAI_BASE_URL"),
+    "provider": ("a lower-case provider id", 'e.g. provider = "openai"'),
+}
+
+
 def describe_error(error: Any, data: Any) -> tuple[str, str]:
     """Return a readable message and a hint for one pydantic error on council data."""
     kind: str = error["type"]
@@ -91,6 +102,9 @@ def describe_error(error: Any, data: Any) -> tuple[str, str]:
             f"must be 'module:function', got {_show(value)}",
             'name an importable function, e.g. handler = "agents:writer"',
         )
+    if kind == "string_pattern_mismatch" and key in _PATTERN_HINTS:
+        wanted, hint = _PATTERN_HINTS[str(key)]
+        return f"must be {wanted}, got {_show(value)}", hint
     if kind == "literal_error":
         return (
             f"must be one of {ctx.get('expected', '?')}, got {_show(value)}",
@@ -160,6 +174,9 @@ def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
     annotation: Any = CouncilSpec
     for part in loc:
         if isinstance(part, int):
+            continue
+        if get_origin(annotation) is dict:  # a table of named entries ([models.NAME])
+            annotation = get_args(annotation)[1]
             continue
         model = _find_model(annotation)
         if model is None or part not in model.model_fields:

@@ -20,7 +20,7 @@ _INVISIBLE = str.maketrans({code: f"\\u{code:04x}"
 
 
 def to_toml(spec: CouncilSpec) -> str:
-    r"""Render ``spec`` as a council file: ``[council]``, then ``[[rooms]]``, then ``[[members]]``.
+    r"""Render ``spec`` as a council file: council, rooms, members, then model profiles.
 
     Keys are snake_case, defaults and ``None`` are left out, script steps are one inline
     table per line, a room's ``turn_schema`` becomes ``[rooms.turn_schema]`` sections, and
@@ -44,6 +44,8 @@ def to_toml(spec: CouncilSpec) -> str:
     chunks = [_table("[council]", data["council"])]
     chunks += [_table("[[rooms]]", room) for room in data.get("rooms", [])]
     chunks += [_table("[[members]]", member) for member in data.get("members", [])]
+    chunks += [_table(f"[models.{_key(name)}]", profile)
+               for name, profile in data.get("models", {}).items()]
     # tomli-w escapes C0 controls; C1, separators and bidi controls are legal TOML but act on
     # a terminal or hide what the file says: write them as \uNNNN (the strings are basic).
     return "\n".join(chunks).translate(_INVISIBLE)

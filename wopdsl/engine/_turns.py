@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from wopdsl.agents.python import HandlerRaised, PythonAgent, UserInterrupt
@@ -20,7 +21,7 @@ from wopdsl.engine._inputs import build_turn
 from wopdsl.engine._results import check_result
 from wopdsl.engine._watchdog import done, watch
 from wopdsl.errors import TurnError
-from wopdsl.model.turns import Reply
+from wopdsl.model.turns import Reply, Turn
 from wopdsl.state import CouncilState, Inflight
 
 __all__ = ["MAX_RETRY_DELAY_MS", "NOT_RETRIED", "handler_failure", "retry_delay_ms",
@@ -36,7 +37,9 @@ _RESULTS: Final = frozenset({Reply, dict, str})
 
 
 async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMember,
-                    inflight: Inflight, *, alone: bool = False) -> dict[str, Any] | TurnError:
+                    inflight: Inflight, *, alone: bool = False,
+                    call: Callable[[Turn], Awaitable[object]] | None = None,
+                    ) -> dict[str, Any] | TurnError:
     """Run ``member``'s turn; return its checked wire result or the ``TurnError`` it failed with.
 
     Args:
@@ -46,6 +49,8 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
         inflight: The dispatched turn.
         alone: Nothing else runs meanwhile, so a sync handler may run in place (see
             :meth:`PythonAgent.call_inline`) unless the member has a ``turn_timeout_ms``.
+        call: How to call the member's agent (default ``agent.take_turn``); the engine passes
+            one that hands a recording agent (``llm``) its recorder.
 
     Raises:
         asyncio.CancelledError: the turn itself was cancelled (run cancelled or detached).
@@ -56,6 +61,7 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
     try:
         turn = build_turn(state, member, inflight)
         assert agent is not None
+        take = call or agent.take_turn
         if alone and timeout is None and isinstance(agent, PythonAgent) and agent.runs_inline:
             raw = agent.call_inline(turn)
             while type(raw) not in _RESULTS and inspect.isawaitable(raw):
@@ -63,12 +69,12 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
         elif timeout is not None:
             watched = watch(member.id, timeout) if _on_loop(agent) else None
             try:
-                raw = await asyncio.wait_for(agent.take_turn(turn), timeout)
+                raw = await asyncio.wait_for(take(turn), timeout)
             finally:
                 if watched is not None:
                     done(watched)
         else:
-            raw = await agent.take_turn(turn)
+            raw = await take(turn)
         if timeout is not None and time.monotonic() - started > timeout:
             return _blocked(member, time.monotonic() - started)
         return check_result(graph, state, member, raw)

@@ -12,6 +12,7 @@ from wopdsl._ids import Clock, message_id
 from wopdsl.agents.python import ctrl_c_in_place
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._endings import Endings
+from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms, take_turn
 from wopdsl.engine.human import HumanDoor, HumanInput
 from wopdsl.errors import RunBusy, StoreConflict, TurnError
@@ -29,7 +30,7 @@ _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-class Engine(HumanDoor, Endings):
+class Engine(HumanDoor, Endings, LiveRecords):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -98,10 +99,10 @@ class Engine(HumanDoor, Endings):
             extra = dict(self.metadata)
             if self.graph.source:
                 extra.setdefault("source", self.graph.source)
-            definition = self.graph.definition or spec.model_dump(mode="json",
-                                                                  exclude_none=True)
+            definition = self.graph.definition or spec.definition()
             self._emit("run.started", p.run_started(spec.id, spec.task, definition,
                                                     self.graph.digest, extra))
+            self._reserve_budget()
             for room in self.graph.rooms.values():
                 self._open_room(room.id)
             self._flush()
@@ -127,7 +128,8 @@ class Engine(HumanDoor, Endings):
                 self._catch_up()  # What a driver that just let go appended.
                 self._resumed()
             with ctrl_c_in_place():
-                await self._drive_batches()
+                async with self._recording_agents():
+                    await self._drive_batches()
         self._schedule_expiry()
         return self.state.status
 
@@ -382,16 +384,19 @@ class Engine(HumanDoor, Endings):
                 continue
             self._emit("node.completed", {"nodeId": member, "outputs": outcome},
                        node_id=member)
+            model = getattr(self.graph.members[member].agent, "provenance", None)
             for index, post in enumerate(outcome.get("posts", [])):
                 self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False)
+                               member, post["text"], post["mentions"], human=False, model=model)
         self.after_settle(batch)
         if timed_out:
             self._time_out()
         elif failure is not None:
             member, err = failure
-            self._fail("TEAM_NODE_FAILED", f"member {member} failed: {err.code}: "
-                       f"{err.message}", member, details={"nodeError": err.code})
+            budget = err.code == "BUDGET_EXHAUSTED"  # RFC 0084: the run fails on it
+            self._fail(err.code if budget else "TEAM_NODE_FAILED", err.message if budget
+                       else f"member {member} failed: {err.code}: {err.message}", member,
+                       details={"nodeError": err.code})
         # The caller commits: the completions of one settled batch share one transaction.
 
     def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
@@ -400,5 +405,6 @@ class Engine(HumanDoor, Endings):
 
     async def _take_turn(self, inflight: Inflight, *, alone: bool = False
                          ) -> dict[str, Any] | TurnError:
-        return await take_turn(self.graph, self.state, self.graph.members[inflight.member],
-                               inflight, alone=alone)
+        member = self.graph.members[inflight.member]
+        return await take_turn(self.graph, self.state, member, inflight, alone=alone,
+                               call=lambda turn: self._agent_call(member, turn, inflight))

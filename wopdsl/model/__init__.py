@@ -1,5 +1,6 @@
 """Council declarations and turn shapes (frozen pydantic models)."""
 
+from wopdsl.model.llm import ModelProfile
 from wopdsl.model.spec import (
     CouncilSettings,
     CouncilSpec,
@@ -17,6 +18,7 @@ __all__ = [
     "EngineKind",
     "MemberSpec",
     "Message",
+    "ModelProfile",
     "Post",
     "Reply",
     "RoomSpec",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from wopdsl._ids import MAX_SAFE_INT
 from wopdsl.errors import Problem
+from wopdsl.model._llm_checks import check_budget, check_llm_member
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
 __all__ = ["check_spec"]
@@ -34,6 +35,7 @@ def check_spec(spec: CouncilSpec) -> list[Problem]:
     """
     problems: list[Problem] = []
     problems += _check_council(spec)
+    problems += check_budget(spec)
     problems += _check_ids([m.id for m in spec.members], "members", "member")
     problems += _check_ids([r.id for r in spec.rooms], "rooms", "room")
     members = [m.id for m in spec.members]
@@ -45,6 +47,7 @@ def check_spec(spec: CouncilSpec) -> list[Problem]:
     for index, member in enumerate(spec.members):
         where = f"members[{index}]{_label(member.id)}"
         problems += _check_engine(member, where)
+        problems += check_llm_member(spec, member, where)
         problems += _check_script(member, where, rooms, members)
     return problems
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
+from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
 
 __all__ = [
     "CouncilSettings",
@@ -53,7 +54,7 @@ Retries = Annotated[StrictInt, Field(ge=0, le=MAX_RETRIES)]
 BackoffMs = Annotated[StrictInt, Field(ge=0, le=MAX_RETRY_BACKOFF_MS)]
 """Base delay before a retry in milliseconds: 0 ... 3,600,000."""
 
-EngineKind = Literal["python", "script", "human", "external"]
+EngineKind = Literal["python", "script", "human", "external", "llm"]
 """Who produces a member's turns."""
 
 
@@ -135,6 +136,10 @@ class CouncilSettings(_Frozen):
     """Default number of times a failed turn runs again (``node.retried`` before each)."""
     retry_backoff_ms: BackoffMs = 100
     """Default base delay before a retry; retry n waits ``retry_backoff_ms × 2^(n−1)``."""
+    max_tokens: PositiveSafeInt | None = None
+    """Run budget of model tokens, input plus output (RFC 0084); none: unlimited."""
+    max_cost_usd: NonNegativeNumber | None = None
+    """Run budget of estimated model cost in USD (needs prices on the profiles)."""
 
 
 class RoomSpec(_Frozen):
@@ -184,8 +189,9 @@ class MemberSpec(_Frozen):
     initial_turn: StrictBool = True
     """Whether the member is queued at the start (false: it waits to be mentioned)."""
     engine: EngineKind = "python"
-    """Who produces the turns: ``python`` (a handler), ``script``, ``human`` (a person) or
-    ``external`` (an agent outside the process submits them, as ``role: "agent"`` turns)."""
+    """Who produces the turns: ``python`` (a handler), ``script``, ``human`` (a person),
+    ``external`` (an agent outside the process submits them, as ``role: "agent"`` turns) or
+    ``llm`` (a chat model, see ``[models.NAME]``)."""
     handler: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """For ``python``: ``module:function``, imported relative to the council file."""
     script: list[ScriptStep] | None = None
@@ -206,9 +212,26 @@ class MemberSpec(_Frozen):
     """For a member whose turns come from outside (``human``): the only principal (an HTTP
     host's bearer-token owner, ``wop serve --tokens``) allowed to speak as this member."""
 
+    model: Ident | None = None
+    """For ``llm``: the ``[models.NAME]`` profile this member calls."""
+    temperature: Temperature | None = None
+    """For ``llm``: overrides the profile's temperature."""
+    max_output_tokens: PositiveSafeInt | None = None
+    """For ``llm``: overrides the profile's completion-token cap per call."""
+    system_prompt: StrictStr | None = None
+    """For ``llm``: a Jinja2 template replacing the default system prompt."""
+    turn_prompt: StrictStr | None = None
+    """For ``llm``: a Jinja2 template replacing the default turn (user) prompt."""
+    repair_attempts: Annotated[StrictInt, Field(ge=0, le=15)] | None = None
+    """For ``llm``: how often an invalid answer is re-asked (default 1)."""
+
+
 
 _LATER_MEMBER_KEYS = ("principal",)
 """Optional member keys newer than the first digests (left out of the digest when unset)."""
+_BUDGET_KEYS = ("max_tokens", "max_cost_usd")
+_LLM_MEMBER_KEYS = ("model", "temperature", "max_output_tokens", "system_prompt",
+                    "turn_prompt", "repair_attempts")
 
 
 class CouncilSpec(_Frozen):
@@ -220,6 +243,8 @@ class CouncilSpec(_Frozen):
     """The ``[[rooms]]``, in declaration order."""
     members: list[MemberSpec] = Field(default_factory=list)
     """The ``[[members]]``, in declaration order (the result lists them in this order)."""
+    models: dict[Ident, ModelProfile] = Field(default_factory=dict)
+    """The ``[models.NAME]`` profiles ``llm`` members call, by name."""
 
     @property
     def id(self) -> str:
@@ -242,14 +267,32 @@ class CouncilSpec(_Frozen):
         """Return the declaration as plain JSON data (defaults and ``None`` left out)."""
         return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
 
+    def definition(self, *, exclude_none: bool = True) -> dict[str, Any]:
+        """The full declaration as JSON data (``run.started.metadata.council``).
+
+        The keys of ``llm`` members and budgets are left out while unused, so a council
+        that uses none keeps the definition and digest it had before they existed.
+        """
+        data = self.model_dump(mode="json", exclude_none=exclude_none)
+        if not data.get("models"):
+            data.pop("models", None)
+        for key in _BUDGET_KEYS:
+            if data["council"].get(key, 0) is None:
+                del data["council"][key]
+        for member in data.get("members", []):
+            for key in _LLM_MEMBER_KEYS:
+                if member.get(key, 0) is None:
+                    del member[key]
+        return data
+
     def digest(self) -> str:
         """Return ``sha256:<hex>`` of the canonical JSON of the full declaration.
 
-        Member keys added after the format's first version (:data:`_LATER_MEMBER_KEYS`) are
-        left out while unset, so a council that does not use them keeps its digest (and
-        stored runs keep matching their council file).
+        Keys added after the format's first version (:data:`_LATER_MEMBER_KEYS`, the llm and
+        budget keys) are left out while unset, so a council that does not use them keeps its
+        digest (and stored runs keep matching their council file).
         """
-        data = self.model_dump(mode="json")
+        data = self.definition(exclude_none=False)
         for member in data["members"]:
             for key in _LATER_MEMBER_KEYS:
                 if member.get(key) is None:

@@ -80,6 +80,8 @@ class MemberRow:
     """The member's turn cap."""
     summary: str | None
     """The summary of its last successful turn, if any."""
+    usage: str | None = None
+    """Model tokens (and cost) of an ``llm`` member, e.g. ``880 tokens · $0.0012``."""
 
 
 MessageRow = Message
@@ -122,6 +124,8 @@ class RunView:
     """Human members whose turn is requested."""
     error: dict[str, Any] | None
     """``{code, message}`` when the run failed."""
+    usage: str | None = None
+    """The run's model tokens (and cost) in total, when models were called."""
 
 
 def run_view(run: Source, *, tail: int | None = None) -> RunView:
@@ -143,7 +147,9 @@ def run_view(run: Source, *, tail: int | None = None) -> RunView:
         roster.append(MemberRow(
             id=member_id, role=member.role, engine=member.engine,
             state=state.member_phase(member_id), turns=member.turns, max_turns=member.cap,
-            summary=summary if isinstance(summary, str) else None))
+            summary=summary if isinstance(summary, str) else None,
+            usage=state.usage.members[member_id].label()
+            if member_id in state.usage.members else None))
     rooms = []
     for room_id, room in state.rooms.items():
         messages = room.messages
@@ -158,7 +164,8 @@ def run_view(run: Source, *, tail: int | None = None) -> RunView:
         run_id=state.run_id, council=state.workflow_id, status=status,
         events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
         waiting_for=tuple(state.waiting_for),
-        error=dict(state.error) if state.error and status == "failed" else None)
+        error=dict(state.error) if state.error and status == "failed" else None,
+        usage=state.usage.total.label() if state.usage.total.calls else None)
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -193,7 +200,9 @@ def view_html(view: RunView) -> str:
         f'council <b>{e(view.council)}</b> · run <code>{e(view.run_id)}</code> · '
         f'<span class="wop-status" style="color:#fff;background:{colour};border-radius:9px;'
         f'padding:1px 8px;font-weight:600">{e(view.status)}</span> · '
-        f'<span class="wop-events">{view.events} events</span></div>',
+        f'<span class="wop-events">{view.events} events</span>'
+        + (f' · <span class="wop-usage">{e(view.usage)}</span>' if view.usage else "")
+        + "</div>",
     ]
     if view.error:
         code = e(str(view.error.get("code", "UNKNOWN")))
@@ -204,19 +213,20 @@ def view_html(view: RunView) -> str:
         names = ", ".join(f"<b>{e(m)}</b>" for m in view.waiting_for)
         out.append(f'<div class="wop-waiting" style="color:#b45309">waiting for input from '
                    f'{names} — reply with <code>await run.reply("…", room=…)</code></div>')
-    out.append(_roster_html(view.roster))
+    out.append(_roster_html(view.roster, usage=view.usage is not None))
     for room in view.rooms:
         out.append(_room_html(room))
     out.append("</div>")
     return "\n".join(out)
 
 
-def _roster_html(roster: tuple[MemberRow, ...]) -> str:
+def _roster_html(roster: tuple[MemberRow, ...], *, usage: bool = False) -> str:
     e = html.escape
     cell = 'style="text-align:left;padding:1px 10px 1px 0;vertical-align:top"'
+    tokens = f"<th {cell}>model usage</th>" if usage else ""
     rows = [f'<table class="wop-roster" style="border-collapse:collapse;margin:4px 0">'
             f"<thead><tr><th {cell}>member</th><th {cell}>role</th><th {cell}>state</th>"
-            f"<th {cell}>turns</th><th {cell}>last result</th></tr></thead><tbody>"]
+            f"<th {cell}>turns</th>{tokens}<th {cell}>last result</th></tr></thead><tbody>"]
     for m in roster:
         colour = _STATE_COLOURS.get(m.state, "#6b7280")
         human = ' <span title="human member">(human)</span>' if m.engine == "human" else ""
@@ -226,7 +236,8 @@ def _roster_html(roster: tuple[MemberRow, ...]) -> str:
             f"<td {cell}><b>{e(m.id)}</b>{human}</td><td {cell}>{e(m.role)}</td>"
             f'<td {cell}><span style="color:{colour};font-weight:600">{e(m.state)}</span></td>'
             f"<td {cell}>{m.turns}/{m.max_turns}</td>"
-            f'<td {cell}><span style="white-space:pre-wrap">{summary}</span></td></tr>')
+            + (f'<td {cell} class="wop-member-usage">{e(m.usage or "")}</td>' if usage else "")
+            + f'<td {cell}><span style="white-space:pre-wrap">{summary}</span></td></tr>')
     rows.append("</tbody></table>")
     return "".join(rows)
 
@@ -299,7 +310,8 @@ def view_markdown(view: RunView) -> str:
     """Render an already-read :class:`RunView` as Markdown."""
     md = _md
     lines = [f"council **{md(view.council)}** · run {_code(view.run_id)} · "
-             f"**{md(view.status)}** · {view.events} events", ""]
+             f"**{md(view.status)}** · {view.events} events"
+             + (f" · {md(view.usage)}" if view.usage else ""), ""]
     if view.error:
         lines += [f"> **error\\[{md(str(view.error.get('code', 'UNKNOWN')))}\\]**: "
                   f"{md(str(view.error.get('message', 'run failed')))}", ""]
@@ -307,11 +319,14 @@ def view_markdown(view: RunView) -> str:
         names = ", ".join(f"**{md(m)}**" for m in view.waiting_for)
         lines += [f"waiting for input from {names} — reply with "
                   '`await run.reply("…", room=…)`', ""]
-    lines += ["| member | role | state | turns | last result |", "|---|---|---|---|---|"]
+    usage = view.usage is not None
+    lines += ["| member | role | state | turns |" + (" model usage |" if usage else "")
+              + " last result |", "|---|---|---|---|" + ("---|" if usage else "") + "---|"]
     for m in view.roster:
         human = " (human)" if m.engine == "human" else ""
+        tokens = f" {md(m.usage or '')} |" if usage else ""
         lines.append(f"| **{md(m.id)}**{human} | {md(m.role)} | {md(m.state)} | "
-                     f"{m.turns}/{m.max_turns} | {md(m.summary or '')} |")
+                     f"{m.turns}/{m.max_turns} |{tokens} {md(m.summary or '')} |")
     for room in view.rooms:
         count = len(room.messages) + room.hidden
         lines += ["", f"#### room {md(room.id)} ({md(', '.join(room.members))}) · "

@@ -135,13 +135,15 @@ def post_turn(
     ts: int,
     index: int,
     room_id: str,
+    model: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The conversation turn of an accepted post.
 
     An agent turn is ``from`` its member with ``speakerId: host:<member>`` (RFC 0101); a human
     turn is ``from`` the literal ``"user"`` and keeps ``speakerId`` so people stay distinct.
+    ``model`` (``{provider, model}``) stamps RFC 0109 provenance on a model's agent turn.
     """
-    return {
+    turn: dict[str, Any] = {
         "messageId": message_id,
         "from": "user" if human else sender,
         "role": "user" if human else "agent",
@@ -151,6 +153,9 @@ def post_turn(
         "groupId": room_id,
         "speakerId": agent_ref(sender),
     }
+    if not human and model is not None:
+        turn["agent"] = {"model": dict(model)}
+    return turn
 
 
 def turn_sender(turn: dict[str, Any]) -> str:
@@ -210,3 +215,13 @@ def member_started(
     if batch is not None:
         payload["batch"] = batch
     return payload
+
+
+def budget_reserved(max_tokens: int | None, max_cost_usd: float | None) -> dict[str, Any]:
+    """``budget.reserved`` (RFC 0084 §C): the run's effective budget, once at run start."""
+    budget: dict[str, Any] = {}
+    if max_tokens is not None:
+        budget["maxTokens"] = max_tokens
+    if max_cost_usd is not None:
+        budget["maxCostUsd"] = max_cost_usd
+    return {"effectiveBudget": budget, "scope": "run"}

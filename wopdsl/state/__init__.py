@@ -16,6 +16,7 @@ from wopdsl.state.fold import (
     status_of_event,
 )
 from wopdsl.state.snapshot import build_snapshot, channels
+from wopdsl.state.usage import RunUsage, Usage
 
 __all__ = [
     "TERMINAL",
@@ -25,6 +26,8 @@ __all__ = [
     "MemberState",
     "RoomState",
     "RunStatus",
+    "RunUsage",
+    "Usage",
     "build_snapshot",
     "channels",
     "status_of_event",

@@ -12,6 +12,7 @@ from wopdsl.model.construct import new_message
 from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
+from wopdsl.state.usage import RunUsage
 
 __all__ = [
     "TERMINAL",
@@ -151,6 +152,8 @@ class CouncilState:
     """For a fork: the run it was forked from."""
     interrupts: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Awaited member -> ``(key, roomId)`` of its open ``conversation.exchange`` interrupt."""
+    usage: RunUsage = field(default_factory=RunUsage)
+    """Model usage per member and in total, from ``provider.usage``."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -209,13 +212,12 @@ class CouncilState:
         return [m for m in self.queue if self.members[m].awaited]
 
     def result(self) -> dict[str, Any]:
-        """The council result: ``{task, agents: [{name, role, result}]}`` in declaration order."""
-        return {
-            "task": self.task,
-            "agents": [
-                {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()
-            ],
-        }
+        """The council result: ``{task, agents: [{name, role, result}], usage?}``."""
+        result: dict[str, Any] = {"task": self.task, "agents": [
+            {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()]}
+        if self.usage.total.calls:
+            result["usage"] = self.usage.to_json()
+        return result
 
     def transcript_messages(self) -> list[Message]:
         """Every saved message in saved order."""
@@ -406,6 +408,9 @@ class CouncilState:
         self.terminal = "cancelled"
         self.ended_at = event["timestamp"]
 
+    def _provider_usage(self, event: RunEventDoc) -> None:
+        self.usage.add(event)
+
     def _diverged(self, event: RunEventDoc) -> None:
         self.divergences.append(dict(event["payload"]))
 
@@ -453,4 +458,5 @@ _HANDLERS = {
     "run.failed": CouncilState._run_failed,
     "run.cancelled": CouncilState._run_cancelled,
     "replay.diverged": CouncilState._diverged,
+    "provider.usage": CouncilState._provider_usage,
 }

@@ -1,0 +1,222 @@
+"""The ``llm`` member engine: one turn = compose, call (with retries and budget), check, repair.
+
+Each step is recorded through the engine's :class:`~wopdsl.agents.base.TurnRecorder`:
+``prompt.composed`` once per turn, ``node.retried`` (+ ``node.started`` attempt + 1) per
+transport retry, ``provider.usage`` and ``budget.consumed`` after every call,
+``envelope.retry.attempted`` per repair and ``envelope.retry.exhausted`` when repairs run out,
+``budget.exhausted`` and ``cap.breached`` when a call's worst case does not fit the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any, ClassVar
+
+from wopdsl.agents.base import MemberAgent, TurnRecorder
+from wopdsl.agents.budget import estimate_tokens
+from wopdsl.agents.llm.answers import AnswerProblem, check_answer, result_schema
+from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
+from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
+from wopdsl.errors import TurnError
+from wopdsl.model.turns import Turn
+
+__all__ = ["REPAIR_PROMPT", "LlmAgent"]
+
+REPAIR_PROMPT = ("Your answer was not a valid turn result: {problem}. Answer again with one "
+                 "JSON object of the requested shape and nothing else.")
+"""The message that re-asks after an invalid answer (``{problem}`` names the field)."""
+
+_MAX_BACKOFF_S = 60.0
+
+
+class LlmAgent(MemberAgent):
+    """A member whose turns a chat model produces (DESIGN.md §18).
+
+    Args:
+        member: The member id.
+        client: The profile's client (shared by the members naming the profile).
+        templates: The member's compiled prompt templates.
+        temperature: The effective temperature (``None``: the server's default).
+        max_output_tokens: The effective completion-token cap per call.
+        repair_attempts: How often an invalid answer is re-asked.
+    """
+
+    kind: ClassVar[str] = "llm"
+    records: ClassVar[bool] = True
+
+    def __init__(self, member: str, client: ProfileClient, templates: PromptTemplates, *,
+                 temperature: float | None, max_output_tokens: int,
+                 repair_attempts: int) -> None:
+        self.member = member
+        self.client = client
+        self.profile = client.profile
+        self.templates = templates
+        self.rooms: tuple[RoomView, ...] = templates.rooms
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
+        self.repair_attempts = repair_attempts
+        self.schema = result_schema(self.rooms)
+        self.provenance: dict[str, str] | None = {"provider": self.profile.provider,
+                                                  "model": self.profile.model}
+
+    async def start(self) -> None:
+        """Count a run using the profile's connections."""
+        await self.client.acquire()
+
+    async def stop(self) -> None:
+        """Release them (the last run closes them)."""
+        await self.client.release()
+
+    async def take_turn(self, turn: Turn) -> object:
+        """Not used: the engine calls :meth:`take_recorded_turn` (``records = True``)."""
+        raise TurnError("TEAM_NODE_FAILED", "llm members run through the engine's recorder")
+
+    def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for these messages."""
+        request: dict[str, Any] = {"model": self.profile.model, "messages": messages,
+                                   "max_tokens": self.max_output_tokens}
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.profile.structured_output == "json_schema":
+            request["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "turn_result", "strict": True, "schema": self.schema}}
+        else:
+            request["response_format"] = {"type": "json_object"}
+        if self.profile.stream:
+            request["stream"] = True
+            request["stream_options"] = {"include_usage": True}
+        return request
+
+    async def take_recorded_turn(self, turn: Turn, recorder: TurnRecorder) -> object:
+        """Compose the prompt, call the model, check the answer, repair it if needed."""
+        try:
+            composed = self.templates.compose(turn)
+        except Exception as exc:
+            raise TurnError("RESULT_INVALID", f"the prompt of {self.member} failed to render "
+                            f"({type(exc).__name__}: {exc}); fix system_prompt/turn_prompt"
+                            ) from None
+        recorder.record("prompt.composed", composed.event(
+            recorder.node_id, full=self.profile.observability == "full"))
+        messages = [{"role": "system", "content": composed.system},
+                    {"role": "user", "content": composed.user}]
+        attempts = self.repair_attempts + 1
+        for attempt in range(1, attempts + 1):
+            completion = await self._call(messages, recorder)
+            try:
+                if completion.finish_reason == "refusal":
+                    raise AnswerProblem("refusal", "the model refused to answer")
+                return check_answer(completion.text, self.rooms,
+                                    truncated=completion.finish_reason == "length")
+            except AnswerProblem as problem:
+                if attempt < attempts and problem.reason != "refusal":
+                    recorder.record("envelope.retry.attempted", {
+                        "nodeId": recorder.node_id, "attempt": attempt + 1,
+                        "reason": problem.reason, "previousError": problem.message})
+                    messages = [*messages,
+                                {"role": "assistant", "content": completion.text},
+                                {"role": "user",
+                                 "content": REPAIR_PROMPT.format(problem=problem.message)}]
+                    continue
+                recorder.record("envelope.retry.exhausted", {
+                    "nodeId": recorder.node_id, "totalAttempts": attempt,
+                    "finalReason": problem.reason, "finalError": problem.message})
+                raise TurnError("RESULT_INVALID", f"{self.member}'s answer is not a valid turn "
+                                f"result after {attempt} attempt(s): {problem.message}",
+                                {"reason": problem.reason, "attempts": attempt}) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _call(self, messages: list[dict[str, str]],
+                    recorder: TurnRecorder) -> Completion:
+        """One model call: budget reservation, transport retries, usage."""
+        request = self.request(messages)
+        prompt_tokens = estimate_tokens(json.dumps(messages, ensure_ascii=False))
+        worst_tokens = prompt_tokens + self.max_output_tokens
+        worst_cost = self.profile.cost_usd(prompt_tokens, self.max_output_tokens)
+        budget = recorder.budget
+        if budget is not None and budget.limited:
+            breach = budget.reserve(worst_tokens, worst_cost)
+            if breach is not None:
+                self._breach(recorder, breach.dimension, breach.consumed, breach.limit,
+                             breach.wanted)
+        try:
+            completion = await self._with_retries(request, recorder)
+        except BaseException:
+            if budget is not None and budget.limited:
+                budget.settle(worst_tokens, worst_cost, 0, 0.0)
+            raise
+        input_tokens = (completion.input_tokens if completion.input_tokens is not None
+                        else prompt_tokens)
+        output_tokens = (completion.output_tokens if completion.output_tokens is not None
+                         else estimate_tokens(completion.text))
+        cost = self.profile.cost_usd(input_tokens, output_tokens)
+        usage: dict[str, Any] = {"provider": self.profile.provider, "model": self.profile.model,
+                                 "inputTokens": input_tokens, "outputTokens": output_tokens,
+                                 "totalTokens": input_tokens + output_tokens,
+                                 "nodeId": recorder.node_id}
+        if cost is not None:
+            usage["costEstimateUsd"] = round(cost, 9)
+        recorder.record("provider.usage", usage)
+        if budget is not None:
+            budget.settle(worst_tokens if budget.limited else 0,
+                          worst_cost if budget.limited else None,
+                          input_tokens + output_tokens, cost)
+            for payload in budget.consumed_events():
+                recorder.record("budget.consumed", payload)
+        return completion
+
+    def _breach(self, recorder: TurnRecorder, dimension: str, consumed: float, limit: float,
+                wanted: float) -> None:
+        recorder.record("budget.exhausted", {"dimension": dimension, "consumed": consumed,
+                                             "limit": limit})
+        if dimension == "tokens":
+            observed, cap = int(consumed + wanted), int(limit)
+            unit, what = "tokens", f"{int(wanted)} more tokens (worst case)"
+        else:  # cost in micro-USD: cap.breached counts in integers
+            observed, cap = round((consumed + wanted) * 1e6), round(limit * 1e6)
+            unit, what = "microUsd", f"${wanted:.6f} more (worst case)"
+        recorder.record("cap.breached", {"kind": f"budget-{dimension}", "limit": cap,
+                                         "observed": observed, "nodeId": recorder.node_id,
+                                         "unit": unit})
+        shown = f"{consumed:g} of {limit:g}" if dimension == "tokens" else (
+            f"${consumed:.6f} of ${limit:g}")
+        raise TurnError("BUDGET_EXHAUSTED",
+                        f"{self.member}'s call needs {what}; the run has used {shown} "
+                        f"({'max_tokens' if dimension == 'tokens' else 'max_cost_usd'})",
+                        {"dimension": dimension})
+
+    async def _with_retries(self, request: dict[str, Any],
+                            recorder: TurnRecorder) -> Completion:
+        on_text = recorder.chunk if request.get("stream") else None
+        retries = self.profile.retries
+        for index in range(retries + 1):
+            try:
+                completion = await self.client.complete(request, on_text)
+                if on_text is not None:
+                    recorder.chunk("", last=True)
+                return completion
+            except CallFailure as failure:
+                details: dict[str, Any] = {}
+                if failure.status is not None:
+                    details["status"] = failure.status
+                if not failure.retryable:
+                    raise TurnError("MODEL_ERROR", failure.message, details) from None
+                if index == retries:
+                    raise TurnError("MODEL_ERROR", f"{failure.message} (gave up after "
+                                    f"{retries + 1} attempt(s))", details) from None
+                delay = (failure.retry_after_s if failure.retry_after_s is not None
+                         else self._backoff(recorder, index))
+                error: dict[str, Any] = {"code": "MODEL_ERROR", "message": failure.message,
+                                         "retryable": True}
+                if details:
+                    error["details"] = details
+                recorder.retried(round(delay * 1000), error)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _backoff(self, recorder: TurnRecorder, index: int) -> float:
+        """Exponential backoff with jitter (seeded per turn attempt: reproducible logs)."""
+        base = self.profile.retry_backoff_ms / 1000 * (2 ** index)
+        jitter = random.Random(f"{recorder.node_id}:{recorder.attempt}:{index}").uniform(0.5, 1)
+        return float(min(_MAX_BACKOFF_S, base * jitter))

@@ -1,0 +1,148 @@
+"""Prompts of ``llm`` members: sandboxed Jinja2 system and turn templates with defaults.
+
+The defaults are documented in ``docs/guides/llm.md`` (a test keeps the two identical). A
+member may replace either with ``system_prompt`` / ``turn_prompt``; both render in Jinja2's
+``SandboxedEnvironment`` over the same context, compiled once at ``compile()``. Model output
+only ever reaches a template as *data* (message texts, the previous result): it is inserted,
+never evaluated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from wopdsl.agents.base import turn_context
+from wopdsl.agents.templates import Renderer, compile_template
+from wopdsl.model.turns import Turn
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "DEFAULT_TURN_PROMPT",
+    "ComposedPrompt",
+    "PromptTemplates",
+    "RoomView",
+]
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are {{ member }}, the {{ role }} in a council of members who talk in rooms.
+member id: {{ member }}
+{% if brief %}
+Your brief: {{ brief }}
+{% endif %}
+The council's task: {{ task }}
+
+{% if rooms %}Your rooms and who else is in each:
+{% for room in rooms %}- {{ room.id }}\
+{% if room.title != room.id %} ("{{ room.title }}"){% endif %}: \
+{{ room.members | join(", ") if room.members else "nobody else" }}
+{% endfor %}
+Post only in your rooms. Mention only members of the room you post in; a mention asks that \
+member to take a turn. Mention nobody when no one needs to act.
+{% else %}You are in no room, so you cannot post.
+{% endif %}
+Answer with one JSON object and nothing else: {"summary": "<what you did this turn>", \
+"posts": [{"roomId": "<room>", "text": "<message>", "mentions": ["<member>"]}]}. \
+"posts" may be empty.
+"""
+"""The default system template (``system_prompt`` replaces it)."""
+
+DEFAULT_TURN_PROMPT = """\
+This is your turn {{ turn }}.
+{% if result %}Your previous result: {{ result | tojson }}
+{% endif %}
+{% if messages %}Messages you can see, oldest first (room, sender, message id, mentions, text):
+{% for m in messages %}[{{ m.roomId }}] {{ m.sender }} ({{ m.id }})\
+{% if m.mentions %} @{{ m.mentions | join(" @") }}{% endif %}: {{ m.text }}
+{% endfor %}{% else %}No messages yet.
+{% endif %}
+{% if triggers %}You were asked to act by: {{ triggers | map(attribute="id") | join(", ") }}.
+{% endif %}"""
+"""The default turn (user message) template (``turn_prompt`` replaces it)."""
+
+_DEFAULT_REFS = ("prompt:wopdsl.member.system@1.0.0", "prompt:wopdsl.member.turn@1.0.0")
+
+
+@dataclass(frozen=True, slots=True)
+class RoomView:
+    """A room as the member's prompt shows it: its id, title and the *other* members."""
+
+    id: str
+    title: str
+    members: tuple[str, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        """Return the room as template data."""
+        return {"id": self.id, "title": self.title, "members": list(self.members)}
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedPrompt:
+    """One composition: the two bodies, their refs and the hashes ``prompt.composed`` needs."""
+
+    system: str
+    user: str
+    refs: tuple[str, ...]
+    variables: dict[str, Any]
+
+    @property
+    def hash(self) -> str:
+        """``sha256:`` of the composed body (system, a blank line, user)."""
+        return _sha(self.system + "\n\n" + self.user)
+
+    def event(self, node_id: str, *, full: bool) -> dict[str, Any]:
+        """The ``prompt.composed`` payload (RFC 0027); bodies only when ``full``."""
+        payload: dict[str, Any] = {
+            "nodeId": node_id, "refs": list(self.refs), "kind": "system+user",
+            "hash": self.hash,
+            "variableHashes": {name: _sha(json.dumps(value, sort_keys=True,
+                                                     ensure_ascii=False))
+                               for name, value in self.variables.items()},
+        }
+        if full:
+            payload.update(composed=self.system + "\n\n" + self.user, systemPrompt=self.system,
+                           userPrompt=self.user, variableBindings=dict(self.variables))
+        return payload
+
+
+class PromptTemplates:
+    """A member's compiled system and turn templates.
+
+    Args:
+        member: The member id (for the refs of overridden templates).
+        rooms: The member's rooms with their other members.
+        system_prompt: An override of :data:`DEFAULT_SYSTEM_PROMPT`.
+        turn_prompt: An override of :data:`DEFAULT_TURN_PROMPT`.
+
+    Raises:
+        TemplateProblem: a template has a syntax error.
+    """
+
+    def __init__(self, member: str, rooms: tuple[RoomView, ...], *,
+                 system_prompt: str | None = None, turn_prompt: str | None = None) -> None:
+        self.rooms = rooms
+        self._system: Renderer = compile_template(system_prompt or DEFAULT_SYSTEM_PROMPT)
+        self._turn: Renderer = compile_template(turn_prompt or DEFAULT_TURN_PROMPT)
+        slug = re.sub(r"[^a-z0-9._-]", "-", member.lower()) or "member"
+        self.refs = (
+            f"prompt:council.{slug}.system" if system_prompt else _DEFAULT_REFS[0],
+            f"prompt:council.{slug}.turn" if turn_prompt else _DEFAULT_REFS[1],
+        )
+
+    def compose(self, turn: Turn) -> ComposedPrompt:
+        """Render both templates over the turn input plus ``rooms``.
+
+        Raises:
+            Exception: whatever the template raises (an undefined name, a sandbox refusal).
+        """
+        context = turn_context(turn)
+        context["rooms"] = [room.to_data() for room in self.rooms]
+        return ComposedPrompt(self._system(context).strip(), self._turn(context).strip(),
+                              self.refs, context)
+
+
+def _sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

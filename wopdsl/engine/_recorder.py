@@ -1,0 +1,149 @@
+"""Private: what a recording agent (``llm``) writes while its turn runs.
+
+A :class:`Recorder` turns an agent's records into events of the run: emitted at once (so the
+state fold sees them in order) and committed together at the next turn of the event loop, not
+one commit per event. Streamed text is coalesced into ``output.chunk`` events at most every
+:data:`CHUNK_INTERVAL_S` per member, so viewers see tokens arrive without a commit per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, Final
+
+from wopdsl.agents.budget import RunBudget
+from wopdsl.compile.graph import CompiledMember
+from wopdsl.engine._writer import EventWriter
+from wopdsl.errors import StoreConflict
+from wopdsl.model.turns import Turn
+from wopdsl.protocol import payloads as p
+from wopdsl.state import Inflight
+
+__all__ = ["CHUNK_INTERVAL_S", "LiveRecords", "Recorder"]
+
+CHUNK_INTERVAL_S: Final = 0.05
+"""Streamed text is committed at most this often per member (and at the stream's end)."""
+
+
+class LiveRecords(EventWriter):
+    """The engine's side: recording agents' lifetime, the run budget and live commits."""
+
+    _budget: RunBudget | None = None
+    """The run's model budget and usage, while driven (recording agents only)."""
+    _live: list[tuple[str, dict[str, Any], str]] | None = None
+    """Events recorded by turns in flight since the last commit."""
+    _live_flush: asyncio.Handle | None = None
+
+    @contextlib.asynccontextmanager
+    async def _recording_agents(self) -> AsyncIterator[None]:
+        """While driven: recording agents started, the budget built from the log."""
+        agents = [m.agent for m in self.graph.members.values()
+                  if m.agent is not None and m.agent.records]
+        if agents:
+            settings = self.graph.spec.council
+            spent = self.state.usage.total
+            self._budget = RunBudget(settings.max_tokens, settings.max_cost_usd,
+                                     tokens=spent.total_tokens, cost=spent.cost_usd or 0.0)
+        started = []
+        try:
+            for agent in agents:
+                await agent.start()
+                started.append(agent)
+            yield
+        finally:
+            for agent in started:
+                await agent.stop()
+
+    def _agent_call(self, member: CompiledMember, turn: Turn,
+                    inflight: Inflight) -> Coroutine[Any, Any, object]:
+        """The member's turn call; a recording agent gets its :class:`Recorder`."""
+        agent = member.agent
+        assert agent is not None
+        if agent.records:
+            return agent.take_recorded_turn(turn, Recorder(self, inflight, self._budget))
+        return agent.take_turn(turn)
+
+    def _reserve_budget(self) -> None:
+        """``budget.reserved`` at run start when the council sets a budget (RFC 0084 §C)."""
+        settings = self.graph.spec.council
+        if settings.max_tokens is not None or settings.max_cost_usd is not None:
+            self._emit("budget.reserved", p.budget_reserved(settings.max_tokens,
+                                                            settings.max_cost_usd))
+
+    def record_live(self, type_: str, payload: dict[str, Any], node_id: str) -> None:
+        """Append an event of a turn in flight; committed at the loop's next turn.
+
+        Everything recorded in one iteration of the event loop shares one commit. Should
+        another process append first (a person posting), the records are re-applied on top
+        of its events as long as the turns that made them are still in flight.
+        """
+        self._emit(type_, payload, node_id=node_id)
+        if self._live is None:
+            self._live = []
+        self._live.append((type_, payload, node_id))
+        if self._live_flush is None:
+            self._live_flush = asyncio.get_running_loop().call_soon(self._commit_live)
+
+    def _commit_live(self) -> None:
+        self._live_flush = None
+        records, self._live = self._live or [], []
+        if self.settled:
+            return  # the batch's settlement committed them already
+        for _ in range(8):
+            try:
+                self._flush()
+                return
+            except StoreConflict:
+                # _flush re-folded the state from the log: apply the records again on top.
+                nodes = {node for _type, _payload, node in records}
+                if self.state.terminal or not nodes <= set(self.state.inflight):
+                    return  # the turns were taken over; the settlement will see the conflict
+                for type_, payload, node in records:
+                    self._emit(type_, payload, node_id=node)
+
+
+class Recorder:
+    """The :class:`~wopdsl.agents.base.TurnRecorder` of one turn in flight."""
+
+    def __init__(self, engine: LiveRecords, inflight: Inflight,
+                 budget: RunBudget | None) -> None:
+        self._engine = engine
+        self._inflight = inflight
+        self.node_id = inflight.member
+        self.attempt = inflight.attempt
+        self.budget = budget
+        self._text: list[str] = []
+        self._sent = 0.0
+
+    def record(self, type_: str, payload: dict[str, Any]) -> None:
+        """Append one event attributed to this turn's node."""
+        self._engine.record_live(type_, payload, self.node_id)
+
+    def chunk(self, text: str, *, last: bool = False) -> None:
+        """Buffer streamed text; emit an ``output.chunk`` when due (or at the end)."""
+        if text:
+            self._text.append(text)
+        now = time.monotonic()
+        if not (last or now - self._sent >= CHUNK_INTERVAL_S) or not (self._text or last):
+            return
+        self._sent = now
+        payload: dict[str, Any] = {"nodeId": self.node_id, "chunk": "".join(self._text),
+                                   "channel": f"attempt-{self.attempt}"}
+        if last:
+            payload["isLast"] = True
+        self._text = []
+        self.record("output.chunk", payload)
+
+    def retried(self, delay_ms: int, error: dict[str, Any]) -> None:
+        """``node.retried`` then the turn's ``node.started`` as the next attempt (DESIGN §6)."""
+        self._text = []
+        self.attempt += 1
+        inflight = self._inflight
+        self.record("node.retried", {"nodeId": self.node_id, "attempt": self.attempt,
+                                     "delayMs": delay_ms, "lastError": error})
+        self.record("node.started", p.member_started(
+            self.node_id, attempt=self.attempt, turn=inflight.turn, position=inflight.position,
+            triggers=inflight.triggers))

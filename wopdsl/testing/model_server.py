@@ -1,0 +1,322 @@
+"""A scripted model server on loopback that speaks the OpenAI Chat Completions wire protocol.
+
+Tests (yours and wopdsl's) run ``llm`` members against it instead of a real model: the real
+``openai`` client and its HTTP stack are exercised end to end, answers are scripted, and
+every request is captured::
+
+    with ScriptedModelServer() as server:
+        server.add(Answer({"summary": "Looks fine."}, usage=(120, 8)))
+        os.environ["OPENAI_BASE_URL"] = server.url
+        ...
+        assert server.requests[0].body["model"] == "qwen2.5:7b-instruct"
+
+Answers are taken in order from the queue of the member that calls (found by the
+``member id: NAME`` line of wopdsl's default system prompt), else from the shared queue;
+``add(..., member="critic")`` scripts one member. An answer may be a callable taking the
+:class:`CapturedRequest` and returning an answer. Plain JSON or SSE streaming is chosen by
+the request's ``stream`` flag, as a real server does. Standard library only (``http.server``
+in a thread), so it needs nothing beyond the ``openai`` client under test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "ScriptedModelServer"]
+
+_MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A successful completion.
+
+    Args:
+        content: The assistant message: a string, or JSON data (sent as its JSON text).
+        usage: ``(prompt_tokens, completion_tokens)``, or ``None`` to send no usage at all.
+        delay_s: Seconds to wait before answering (a slow model).
+        chunks: How many SSE chunks a streamed answer is split into.
+        chunk_delay_s: Seconds between streamed chunks.
+        finish_reason: ``stop``, or ``length`` for a truncated answer.
+    """
+
+    content: Any
+    usage: tuple[int, int] | None = (10, 5)
+    delay_s: float = 0.0
+    chunks: int = 4
+    chunk_delay_s: float = 0.0
+    finish_reason: str = "stop"
+
+    @property
+    def text(self) -> str:
+        """The message content as sent."""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An HTTP error answer (``{"error": {...}}`` body), e.g. 429, 500 or 401.
+
+    Args:
+        status: The HTTP status.
+        message: The error message in the body.
+        retry_after: A ``Retry-After`` header value (seconds), if any.
+        delay_s: Seconds to wait before answering.
+    """
+
+    status: int
+    message: str = "scripted failure"
+    retry_after: str | None = None
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A streamed answer whose connection drops after ``after_chunks`` chunks."""
+
+    content: Any
+    after_chunks: int = 2
+    chunks: int = 6
+
+    @property
+    def text(self) -> str:
+        """The content the stream would have carried in full."""
+        return self.content if isinstance(self.content, str) else json.dumps(self.content)
+
+
+Scripted = Answer | Failure | Cut | Callable[["CapturedRequest"], "Answer | Failure | Cut"]
+
+
+@dataclass
+class CapturedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    member: str | None
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for an SSE stream."""
+        return isinstance(self.body, dict) and bool(self.body.get("stream"))
+
+
+class ScriptedModelServer:
+    """A threaded HTTP server on ``127.0.0.1`` answering ``POST /v1/chat/completions``.
+
+    Args:
+        answers: Initial shared queue of answers.
+        model_name: The ``model`` field of responses (default: the requested model).
+    """
+
+    def __init__(self, answers: list[Scripted] | None = None, *,
+                 model_name: str | None = None) -> None:
+        self._queues: dict[str | None, deque[Scripted]] = {None: deque(answers or [])}
+        self.requests: list[CapturedRequest] = []
+        """Every request received, in arrival order."""
+        self.model_name = model_name
+        self.default: Scripted | None = None
+        """Answer for any request whose queues are empty (else: HTTP 500 'script exhausted')."""
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._counter = 0
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def add(self, *answers: Scripted, member: str | None = None) -> ScriptedModelServer:
+        """Queue answers (for one member, or shared); returns the server."""
+        with self._lock:
+            self._queues.setdefault(member, deque()).extend(answers)
+        return self
+
+    def _next(self, request: CapturedRequest) -> Scripted | None:
+        with self._lock:
+            for key in (request.member, None):
+                queue = self._queues.get(key)
+                if queue:
+                    return queue.popleft()
+            return self.default
+
+    @property
+    def url(self) -> str:
+        """The API root to use as ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
+        assert self._server is not None, "start the server first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        """Listen on a free loopback port, serving from a daemon thread."""
+        owner = self
+
+        class Handler(_Handler):
+            server_owner = owner
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _completion_id(self) -> str:
+        with self._lock:
+            self._counter += 1
+            return f"chatcmpl-scripted-{self._counter}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_owner: ScriptedModelServer
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        """Send each SSE chunk at once (no Nagle delay, as real servers stream)."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read :attr:`ScriptedModelServer.requests` instead."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        member = None
+        if isinstance(body, dict):
+            for message in body.get("messages", []):
+                found = _MEMBER_LINE.search(str(message.get("content", "")))
+                if message.get("role") == "system" and found:
+                    member = found.group(1)
+                    break
+        owner = self.server_owner
+        request = CapturedRequest("POST", self.path, {k.lower(): v for k, v in
+                                                      self.headers.items()}, body, member)
+        with owner._lock:
+            owner.requests.append(request)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._error(404, f"no route {self.path}")
+            return
+        scripted = owner._next(request)
+        if callable(scripted):
+            scripted = scripted(request)
+        if scripted is None:
+            self._error(500, "script exhausted: no answer queued for this request")
+            return
+        model = str(owner.model_name or (body.get("model") if isinstance(body, dict) else "m"))
+        if isinstance(scripted, Failure):
+            time.sleep(scripted.delay_s)
+            headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
+            self._error(scripted.status, scripted.message, headers)
+        elif isinstance(scripted, Cut):
+            self._stream(model, scripted.text, None, scripted.chunks, 0.0, "stop",
+                         cut_after=scripted.after_chunks)
+        else:
+            time.sleep(scripted.delay_s)
+            if request.stream:
+                options = body.get("stream_options") or {}
+                usage = scripted.usage if options.get("include_usage") else None
+                self._stream(model, scripted.text, usage, scripted.chunks,
+                             scripted.chunk_delay_s, scripted.finish_reason)
+            else:
+                self._plain(model, scripted)
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "error")
+        body = {"error": {"message": message, "type": kind, "code": str(status)}}
+        self._send(status, json.dumps(body).encode(), headers)
+
+    def _plain(self, model: str, answer: Answer) -> None:
+        body: dict[str, Any] = {
+            "id": self.server_owner._completion_id(), "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": answer.finish_reason,
+                         "message": {"role": "assistant", "content": answer.text}}],
+        }
+        if answer.usage is not None:
+            body["usage"] = _usage(answer.usage)
+        self._send(200, json.dumps(body).encode())
+
+    def _stream(self, model: str, text: str, usage: tuple[int, int] | None, chunks: int,
+                delay: float, finish: str, *, cut_after: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        ident = self.server_owner._completion_id()
+        base = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model}
+        size = max(1, -(-len(text) // max(1, chunks)))
+        pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+        events: list[dict[str, Any]] = [{**base, "choices": [
+            {"index": 0, "delta": {"role": "assistant", "content": ""},
+             "finish_reason": None}]}]
+        events += [{**base, "choices": [{"index": 0, "delta": {"content": piece},
+                                         "finish_reason": None}]} for piece in pieces]
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if usage is not None:
+            events.append({**base, "choices": [], "usage": _usage(usage)})
+        for index, event in enumerate(events):
+            if cut_after is not None and index > cut_after:
+                # The connection drops mid-stream: no terminating chunk, no [DONE].
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+            if delay and 0 < index < len(events) - 1:
+                time.sleep(delay)
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _usage(usage: tuple[int, int]) -> dict[str, int]:
+    prompt, completion = usage
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}

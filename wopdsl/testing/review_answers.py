@@ -1,0 +1,41 @@
+"""Scripted answers for ``councils/llm-review.toml`` (tests, the example notebook, the bench).
+
+:func:`review_answer` answers like a model playing the proposer or the critic would, keyed
+by the member and the turn number in wopdsl's default prompts, so the council runs end to
+end against a :class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wopdsl.testing.model_server import Answer, CapturedRequest
+
+__all__ = ["review_answer"]
+
+_TURN = re.compile(r"This is your turn (\d+)\.")
+
+
+def review_answer(request: CapturedRequest) -> Answer:
+    """The scripted model's answer to one request of the llm-review council."""
+    messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
+    user = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
+    found = _TURN.search(str(user))
+    turn = int(found.group(1)) if found else 1
+    if request.member == "critic":
+        content: dict[str, object] = {"summary": "Named the weakest claim.", "posts": [{
+            "roomId": "desk", "mentions": ["proposer"],
+            "text": "The weakest claim is that feature flags remove all merge risk: flags "
+                    "hide unfinished work but not conflicting schema changes."}]}
+    elif turn == 1:
+        content = {"summary": "Proposed a plan and asked for critique.", "posts": [{
+            "roomId": "desk", "mentions": ["critic"],
+            "text": "Move to trunk-based development in two steps: short-lived branches "
+                    "under a day, then feature flags for unfinished work. Flags remove all "
+                    "merge risk. Critic, what is the weakest claim?"}]}
+    else:
+        content = {"summary": "Answered the critique.", "posts": [{
+            "roomId": "desk", "mentions": [],
+            "text": "Fair: schema changes go behind expand-and-contract migrations, "
+                    "reviewed before the flag flips."}]}
+    return Answer(content, usage=(180 + 40 * turn, 60), chunks=1)
