@@ -87,6 +87,8 @@ class Inflight:
     attempt: int
     turn: int
     triggers: list[str]
+    retried: bool = False
+    """Whether ``node.retried`` already closed this attempt (the next start is due)."""
 
 
 @dataclass(slots=True)
@@ -270,6 +272,7 @@ class CouncilState:
         if current is not None:
             # A retry of an interrupted turn: same position, same triggers, next attempt.
             current.attempt = payload.get("attempt", current.attempt + 1)
+            current.retried = False
             return
         position = payload["position"]
         self.queue.pop(member, None)
@@ -411,6 +414,11 @@ class CouncilState:
     def _provider_usage(self, event: RunEventDoc) -> None:
         self.usage.add(event)
 
+    def _node_retried(self, event: RunEventDoc) -> None:
+        current = self.inflight.get(event["payload"].get("nodeId", ""))
+        if current is not None:
+            current.retried = True
+
     def _diverged(self, event: RunEventDoc) -> None:
         self.divergences.append(dict(event["payload"]))
 
@@ -459,4 +467,5 @@ _HANDLERS = {
     "run.cancelled": CouncilState._run_cancelled,
     "replay.diverged": CouncilState._diverged,
     "provider.usage": CouncilState._provider_usage,
+    "node.retried": CouncilState._node_retried,
 }
