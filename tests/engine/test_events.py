@@ -270,7 +270,7 @@ async def test_run_started_carries_the_whole_council(make_council: MakeCouncil,
     payload = started["payload"]
     assert payload["workflowId"] == "release-team"
     assert payload["inputs"] == {"task": "Prepare a release note."}
-    assert loads_spec(RELEASE_TEAM_TOML).model_dump(mode="json", exclude_none=True) == (
+    assert loads_spec(RELEASE_TEAM_TOML).definition() == (
         payload["metadata"]["council"])
     assert payload["metadata"]["councilDigest"] == loads_spec(RELEASE_TEAM_TOML).digest()
 
