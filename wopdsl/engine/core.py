@@ -244,8 +244,10 @@ class Engine(HumanDoor, Endings):
             # its unfinished attempt closed by node.retried first (never started twice).
             batch = sorted(state.inflight.values(), key=lambda i: i.position)
             for inflight in batch:
-                self._emit("node.retried", p.node_retried(inflight.member, inflight.attempt + 1),
-                           node_id=inflight.member)
+                if not inflight.retried:  # a failed turn's retry already said node.retried
+                    self._emit("node.retried",
+                               p.node_retried(inflight.member, inflight.attempt + 1),
+                               node_id=inflight.member)
                 self._emit("node.started", p.member_started(
                     inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
                     position=inflight.position, triggers=inflight.triggers,

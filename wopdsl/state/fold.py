@@ -86,6 +86,8 @@ class Inflight:
     attempt: int
     turn: int
     triggers: list[str]
+    retried: bool = False
+    """Whether ``node.retried`` already closed this attempt (the next start is due)."""
 
 
 @dataclass(slots=True)
@@ -268,6 +270,7 @@ class CouncilState:
         if current is not None:
             # A retry of an interrupted turn: same position, same triggers, next attempt.
             current.attempt = payload.get("attempt", current.attempt + 1)
+            current.retried = False
             return
         position = payload["position"]
         self.queue.pop(member, None)
@@ -406,6 +409,11 @@ class CouncilState:
         self.terminal = "cancelled"
         self.ended_at = event["timestamp"]
 
+    def _node_retried(self, event: RunEventDoc) -> None:
+        current = self.inflight.get(event["payload"].get("nodeId", ""))
+        if current is not None:
+            current.retried = True
+
     def _diverged(self, event: RunEventDoc) -> None:
         self.divergences.append(dict(event["payload"]))
 
@@ -453,4 +461,5 @@ _HANDLERS = {
     "run.failed": CouncilState._run_failed,
     "run.cancelled": CouncilState._run_cancelled,
     "replay.diverged": CouncilState._diverged,
+    "node.retried": CouncilState._node_retried,
 }
