@@ -1,23 +1,15 @@
-"""External members (issue 11): an outside agent's turns through the interrupts endpoint.
-
-These tests need ``engine = "external"`` and the ``interrupt.requested``/``resolved`` events
-of issue 11 (branch ``conf``). Until that work is in, the engine refuses the council below,
-so the module is skipped by feature detection; the guard goes when ``conf`` is merged.
-"""
+"""External members: an outside agent's turns through the interrupts endpoint, with the
+``interrupt.requested`` / ``interrupt.resolved`` events of each wait."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 
 from tests.server.conftest import ALICE, BOB
-from wopdsl.model import EngineKind
-
-pytestmark = pytest.mark.skipif("external" not in get_args(EngineKind),
-                                reason="needs engine = 'external' (issue 11, branch conf)")
 
 PANEL = """\
 [council]
@@ -64,7 +56,8 @@ def test_an_external_agent_speaks_through_the_interrupts_endpoint(
     alice.interrupts_resolve_by_run(run_id, "room:hall", ask)
     served.wait_status(run_id, "waiting-input")
     answer = {"operation": "exchange", "turn": {
-        "role": "agent", "speakerId": "host:expert", "content": {"text": "Ship it."}}}
+        "role": "agent", "speakerId": "host:expert",
+        "content": {"text": "Ship it, @chair.", "mentions": ["chair"]}}}
     with pytest.raises(openwop_client.WopError) as wrong:  # alice may not speak as expert
         alice.interrupts_resolve_by_run(run_id, "room:hall",
                                         openwop_client.ResolveInterruptRequest(answer))
@@ -83,5 +76,5 @@ def test_an_external_agent_speaks_through_the_interrupts_endpoint(
                  and e.payload["kind"] == "conversation.exchange"]
     assert requested and "interrupt.resolved" in types
     turns = [e.payload["turn"] for e in streamed if e.type == "conversation.exchanged"]
-    expert = next(t for t in turns if t["content"]["text"] == "Ship it.")
+    expert = next(t for t in turns if t["content"]["text"] == "Ship it, @chair.")
     assert (expert["role"], expert["speakerId"]) == ("agent", "host:expert")
