@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import os
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,24 @@ _NO_KEY = "not-set"
 """Sent when the key variable is unset (local servers need none; others answer 401)."""
 
 _MAX_RETRY_AFTER_S = 120.0
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context per process, built as httpx builds its default one.
+
+    An ``AsyncOpenAI`` made without one loads the CA bundle again (about 20 ms), and a run
+    makes its clients afresh (they are closed when the run stops). ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` are honoured, as httpx does; otherwise certifi's bundle, its default.
+    """
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if not cafile and not capath:
+        try:
+            import certifi
+        except ImportError:  # pragma: no cover - httpx depends on certifi
+            return ssl.create_default_context()
+        cafile = certifi.where()
+    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +117,7 @@ class ProfileClient:
                 await client.close()
 
     def _client(self, key: str) -> Any:
-        from openai import AsyncOpenAI  # the optional extra, loaded on the first call
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # the extra, on first call
 
         base_url = self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
         cache_key = (base_url, key)
@@ -106,7 +126,8 @@ class ProfileClient:
             timeout = (self.profile.request_timeout_ms / 1000
                        if self.profile.request_timeout_ms else 600.0)
             client = AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
-                                 timeout=timeout)
+                                 timeout=timeout,
+                                 http_client=DefaultAsyncHttpxClient(verify=_tls_context()))
             self._clients[cache_key] = client
         return client
 
