@@ -96,3 +96,22 @@ def test_llm_bench_runs_and_writes_json(tmp_path: Path) -> None:
     assert data["overlap"]["batch"] == 4
     # No timing asserted; only that a batch overlapped at all (serial would be 4 × 200 ms).
     assert data["overlap"]["wall_ms"] < data["overlap"]["serial_ms"]
+
+
+def test_ab_compares_two_revisions_alternately(tmp_path: Path) -> None:
+    """bench/ab.py checks a revision out beside this tree and reports both, with the ratio."""
+    out = tmp_path / "ab.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH.with_name("ab.py")), "--base", "HEAD", "--rounds", "2",
+         "--repeat", "1", "--turns", "30", "--engines", "script", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=BENCH.parents[1],
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "new/base" in proc.stdout
+    data = json.loads(out.read_text())
+    script = data["engines"]["script"]
+    assert len(script["base"]) == len(script["new"]) == len(script["round_ratios"]) == 2
+    assert script["ratio"] == script["new_us"] / script["base_us"] > 0
+    worktrees = subprocess.run(["git", "-C", str(BENCH.parents[1]), "worktree", "list"],
+                               capture_output=True, text=True, check=True).stdout
+    assert "wop-ab-base-" not in worktrees  # the temporary checkout is removed again
