@@ -9,8 +9,9 @@ from typing import Any, TypeVar
 
 from wopdsl._ids import Clock, FixedClock, new_run_id
 from wopdsl.agents.python import Handler
-from wopdsl.compile import CouncilGraph, handler_reference
+from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
+from wopdsl.compile.handlers import spec_with_references
 from wopdsl.declare.toml import Declaration, declaration_from_data, load_declaration
 from wopdsl.engine import Engine, engine_for
 from wopdsl.errors import DeclarationError, Problem
@@ -271,38 +272,8 @@ class Council:
         """
         from wopdsl.declare.export import to_toml
 
-        return to_toml(self._spec_with_references() if handlers else self.spec)
-
-    def _spec_with_references(self) -> CouncilSpec:
-        spec = self.spec
-        members = []
-        problems = []
-        for index, member in enumerate(spec.members):
-            handler = self.handlers.get(member.id)
-            where = f"members[{index}] ({member.id})"
-            if member.engine != "python":
-                members.append(member)
-            elif handler is not None:
-                reference: str | None
-                try:
-                    reference = handler_reference(handler)
-                except ValueError as exc:
-                    problems.append(Problem(f"the handler of '{member.id}' cannot be named in "
-                                            f"a council file: {exc}", path=f"{where}.handler",
-                                            hint="define the handler as a module-level "
-                                                 "function"))
-                    reference = member.handler
-                members.append(member.model_copy(update={"handler": reference}))
-            elif member.handler is None:
-                problems.append(Problem(f"python member '{member.id}' has no handler",
-                                        path=where, hint="bind one with @council.member or "
-                                        "@council.bind before exporting"))
-                members.append(member)
-            else:
-                members.append(member)
-        if problems:
-            raise DeclarationError(problems)
-        return spec.model_copy(update={"members": members})
+        return to_toml(spec_with_references(self.spec, self.handlers) if handlers
+                       else self.spec)
 
     # -- running ---------------------------------------------------------------------------
 

@@ -6,10 +6,12 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from wopdsl.compile import CouncilGraph, compile
+from wopdsl.compile import compile
+from wopdsl.compile.graph import Compiles
 from wopdsl.engine import Engine, HumanInput, engine_for
+from wopdsl.engine.addressing import address, default_member
 from wopdsl.errors import RunBusy, RunNotFound, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
@@ -21,14 +23,6 @@ from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
 from wopdsl.store import EventStore, open_store, require_run
 
 __all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions"]
-
-
-class Compiles(Protocol):
-    """What a run needs of a council to drive it: its compiled graph (``wopdsl.Council``)."""
-
-    def compile(self) -> CouncilGraph:
-        """Return the council's graph, handlers bound."""
-        ...
 
 
 class EventLog(Sequence[RunEventDoc]):
@@ -239,15 +233,7 @@ class Run:
         if mentions is not None and not isinstance(mentions, list | tuple):
             raise ValidationError(f"mentions must be a list of member ids (got "
                                   f"{type(mentions).__name__})", hint='e.g. mentions=["writer"]')
-        member = as_
-        target = room
-        if resume is None:
-            member = member or self._default_human()
-            target = target or self._default_room(member)
-        else:
-            member = member or _speaker_of(resume) or self._default_human(required=False)
-            if target is None and _group_of(resume) is None and member is not None:
-                target = self._default_room(member)
+        member, target = address(self.state, as_, room, resume)
         entry = HumanInput(member=member, room=target, text=text,
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
@@ -287,7 +273,7 @@ class Run:
     async def close(self, *, room: str | None = None, outcome: Any = None,
                     as_: str | None = None) -> None:
         """Close the human's room conversations (RFC 0005 §E ``close``) and let the run end."""
-        member = as_ or self._default_human()
+        member = as_ or default_member(self.state)
         rooms = [room] if room else [r for r in self.state.members[member].rooms
                                      if not self.state.rooms[r].closed]
         for target in rooms:
@@ -322,35 +308,6 @@ class Run:
                                 base_dir=Path(source).resolve().parent if source else None)
             self._engine = engine_for(graph, self.store, self.run_id)
         return self._engine
-
-    @overload
-    def _default_human(self) -> str: ...
-    @overload
-    def _default_human(self, *, required: bool) -> str | None: ...
-    def _default_human(self, *, required: bool = True) -> str | None:
-        humans = [m.id for m in self.state.members.values() if m.human]
-        waiting = self.state.waiting_for
-        if len(waiting) == 1:
-            return waiting[0]
-        if len(humans) == 1:
-            return humans[0]
-        if not required:
-            return None
-        if not humans:
-            raise ValidationError("this council has no human member to post as",
-                                  hint="declare a member with engine = \"human\", or pass "
-                                       "as_='<external member>'")
-        raise ValidationError(f"several human members ({', '.join(humans)}); say which",
-                              hint="pass as_='<member>' (CLI: --as MEMBER)")
-
-    def _default_room(self, member: str) -> str:
-        state = self.state
-        rooms = state.members[member].rooms if member in state.members else ()
-        open_rooms = [r for r in rooms if not state.rooms[r].closed]
-        if len(open_rooms) == 1:
-            return open_rooms[0]
-        raise ValidationError(f"{member} is in rooms {', '.join(rooms) or 'none'}; say which",
-                              hint="pass room='<room>' (CLI: --room ROOM)")
 
     # -- sync twins, for scripts outside an event loop ----------------------------------------
 
@@ -404,19 +361,6 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, status={self.status!r})"
-
-
-def _speaker_of(resume: Any) -> str | None:
-    """The member a resume payload's ``speakerId`` names (``host:<member>``), if any."""
-    turn = resume.get("turn") if isinstance(resume, dict) and "operation" in resume else resume
-    speaker = turn.get("speakerId") if isinstance(turn, dict) else None
-    return speaker[5:] if isinstance(speaker, str) and speaker.startswith("host:") else None
-
-
-def _group_of(resume: Any) -> str | None:
-    turn = resume.get("turn") if isinstance(resume, dict) and "operation" in resume else resume
-    group = turn.get("groupId") if isinstance(turn, dict) else None
-    return group if isinstance(group, str) else None
 
 
 _T = TypeVar("_T")

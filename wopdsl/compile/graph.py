@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.templates import Renderer
 from wopdsl.errors import ValidationError
 from wopdsl.model.spec import CouncilSpec, MemberSpec
 
-__all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph"]
+__all__ = ["CompiledMember", "CompiledRoom", "Compiles", "CouncilGraph"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +175,11 @@ class CouncilGraph:
 
 def _mermaid_id(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text)
+
+
+class Compiles(Protocol):
+    """What a run needs of a council to drive it: its compiled graph (``wopdsl.Council``)."""
+
+    def compile(self) -> CouncilGraph:
+        """Return the council's graph, handlers bound."""
+        ...

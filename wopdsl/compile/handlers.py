@@ -7,7 +7,8 @@ never put in front of ``sys.path`` (a ``json.py`` beside a council file must not
 standard library for the whole process): while the handler module is imported, the folder
 is appended to ``sys.path`` so its own absolute imports of sibling modules resolve, after
 the standard library and installed packages. Modules not in the folder (installed
-packages) import as usual.
+packages) import as usual. The way back: :func:`handler_reference` names a bound handler as
+such a reference, and :func:`spec_with_references` writes them into a spec (``to_toml``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,17 @@ import importlib.util
 import re
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
 from wopdsl.agents.python import Handler
+from wopdsl.errors import DeclarationError, Problem
+from wopdsl.model.spec import CouncilSpec
 
-__all__ = ["NAMESPACE", "handler_reference", "import_handler", "public_module_name"]
+__all__ = ["NAMESPACE", "handler_reference", "import_handler", "public_module_name",
+           "spec_with_references"]
 
 NAMESPACE: Final = "_wopdsl_councils"
 """The package under which each council folder's handler modules are imported."""
@@ -64,6 +69,45 @@ def handler_reference(handler: object) -> str:
     if not _REFERENCE.match(reference):
         raise ValueError(f"{reference!r} is not a module:function reference")
     return reference
+
+
+def spec_with_references(spec: CouncilSpec, handlers: Mapping[str, Handler]) -> CouncilSpec:
+    """Return ``spec`` with each bound python handler written as ``"module:function"``.
+
+    What ``Council.to_toml()`` exports, so the file runs with ``wop run``.
+
+    Raises:
+        DeclarationError: a handler cannot be named in a file (a lambda, a nested
+            function ...), or a python member has no handler.
+    """
+    members = []
+    problems = []
+    for index, member in enumerate(spec.members):
+        handler = handlers.get(member.id)
+        where = f"members[{index}] ({member.id})"
+        if member.engine != "python":
+            members.append(member)
+        elif handler is not None:
+            reference: str | None
+            try:
+                reference = handler_reference(handler)
+            except ValueError as exc:
+                problems.append(Problem(f"the handler of '{member.id}' cannot be named in "
+                                        f"a council file: {exc}", path=f"{where}.handler",
+                                        hint="define the handler as a module-level "
+                                             "function"))
+                reference = member.handler
+            members.append(member.model_copy(update={"handler": reference}))
+        elif member.handler is None:
+            problems.append(Problem(f"python member '{member.id}' has no handler",
+                                    path=where, hint="bind one with @council.member or "
+                                    "@council.bind before exporting"))
+            members.append(member)
+        else:
+            members.append(member)
+    if problems:
+        raise DeclarationError(problems)
+    return spec.model_copy(update={"members": members})
 
 
 def import_handler(reference: str, base_dir: str | Path | None) -> Handler:

@@ -8,12 +8,12 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from wopdsl._ids import Clock, message_id
+from wopdsl._ids import Clock
 from wopdsl.agents.python import ctrl_c_in_place
 from wopdsl.compile.graph import CouncilGraph
-from wopdsl.engine._endings import Endings
 from wopdsl.engine._recorder import LiveRecords
-from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms, take_turn
+from wopdsl.engine._settling import Settling
+from wopdsl.engine._turns import take_turn
 from wopdsl.engine.human import HumanDoor, HumanInput
 from wopdsl.errors import RunBusy, StoreConflict, TurnError
 from wopdsl.protocol import payloads as p
@@ -30,7 +30,7 @@ _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-class Engine(HumanDoor, Endings, LiveRecords):
+class Engine(HumanDoor, Settling, LiveRecords):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -209,15 +209,11 @@ class Engine(HumanDoor, Endings, LiveRecords):
             self._emit("run.cancelled", {"reason": reason, "cancelledBy": "user"})
             self._flush()
 
-    # -- hooks for subclasses (fork in replay mode) ---------------------------------------
+    # -- hooks for subclasses (fork in replay mode; after_settle is in _settling) ----------
 
     def supply_input(self) -> bool:
         """Called when the run would wait for a human; return True if input was appended."""
         return False
-
-    def after_settle(self, batch: list[Inflight]) -> None:
-        """Called after a batch's completions are emitted (before they are flushed)."""
-
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -357,53 +353,6 @@ class Engine(HumanDoor, Endings, LiveRecords):
         if self._driver is not None and self._driver.cancelling():
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
         return self._settle_after_input([inflight], [outcome], timed_out=False)
-
-    def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
-                *, timed_out: bool) -> None:
-        failure: tuple[str, TurnError] | None = None
-        # A failed turn with retries left runs again (node.retried, then after its delay a
-        # new node.started) unless another turn of the batch failed for good.
-        retry = [isinstance(o, TurnError) and self._retryable(i, o)
-                 for i, o in zip(batch, outcomes, strict=True)]
-        fatal = timed_out or any(isinstance(o, TurnError) and not r
-                                 for o, r in zip(outcomes, retry, strict=True))
-        for inflight, outcome, again in zip(batch, outcomes, retry, strict=True):
-            member = inflight.member
-            if isinstance(outcome, TurnError):
-                error = {"code": outcome.code, "message": outcome.message or outcome.code,
-                         **({"details": outcome.details} if outcome.details else {})}
-                if again and not fatal:
-                    delay = retry_delay_ms(self.graph.members[member], inflight.attempt + 1)
-                    self._emit("node.retried", {"nodeId": member,
-                                                "attempt": inflight.attempt + 1,
-                                                "delayMs": delay, "lastError": error},
-                               node_id=member)
-                    self._retry_wait = max(self._retry_wait or 0.0, delay / 1000)
-                    continue
-                self._emit("node.failed", {"nodeId": member, "attempts": inflight.attempt + 1,
-                                           "error": error}, node_id=member)
-                failure = failure or (member, outcome)
-                continue
-            self._emit("node.completed", {"nodeId": member, "outputs": outcome},
-                       node_id=member)
-            model = getattr(self.graph.members[member].agent, "provenance", None)
-            for index, post in enumerate(outcome.get("posts", [])):
-                self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False, model=model)
-        self.after_settle(batch)
-        if timed_out:
-            self._time_out()
-        elif failure is not None:
-            member, err = failure
-            budget = err.code == "BUDGET_EXHAUSTED"  # RFC 0084: the run fails on it
-            self._fail(err.code if budget else "TEAM_NODE_FAILED", err.message if budget
-                       else f"member {member} failed: {err.code}: {err.message}", member,
-                       details={"nodeError": err.code})
-        # The caller commits: the completions of one settled batch share one transaction.
-
-    def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
-        return error.code not in NOT_RETRIED and \
-            inflight.attempt < self.graph.members[inflight.member].retries
 
     async def _take_turn(self, inflight: Inflight, *, alone: bool = False
                          ) -> dict[str, Any] | TurnError:

@@ -5,13 +5,22 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from wopdsl._ids import parse_iso_ms
 from wopdsl.model.construct import new_message
 from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
+from wopdsl.state.records import (
+    TERMINAL,
+    TERMINAL_EVENTS,
+    Inflight,
+    MemberState,
+    RoomState,
+    RunStatus,
+    status_of_event,
+)
 from wopdsl.state.usage import RunUsage
 
 __all__ = [
@@ -26,91 +35,8 @@ __all__ = [
     "status_of_event",
 ]
 
-RunStatus = Literal["pending", "running", "waiting-input", "completed", "failed", "cancelled"]
-"""Run status, named as in the OpenWOP ``RunSnapshot``."""
-
-TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
-"""Statuses a run never leaves."""
-
-TERMINAL_EVENTS: Final[dict[str, RunStatus]] = {
-    "run.completed": "completed",
-    "run.failed": "failed",
-    "run.cancelled": "cancelled",
-}
-"""The event type that ends a run, with the status it ends it in."""
-
-
-def status_of_event(event_type: str) -> RunStatus | None:
-    """Return the terminal status an event of ``event_type`` puts a run in, else ``None``."""
-    return TERMINAL_EVENTS.get(event_type)
-
 _GC_PAUSE_EVENTS: Final = 1_000
 """Folds of at least this many events pause the cyclic GC."""
-
-
-@dataclass(slots=True)
-class MemberState:
-    """One member as the log tells it."""
-
-    id: str
-    role: str
-    engine: str
-    cap: int
-    rooms: tuple[str, ...]
-    turns: int = 0
-    """Turns taken (completed or failed)."""
-    result: dict[str, Any] | None = None
-    """Last successful result."""
-    failed: bool = False
-    """Whether its last turn failed."""
-    error: dict[str, Any] | None = None
-    """The error its last failed turn ended with (``node.failed.error``: code, message and,
-    for a handler's exception, ``details.exception`` with type, message and traceback)."""
-
-    @property
-    def human(self) -> bool:
-        """Whether a person produces this member's turns."""
-        return self.engine == "human"
-
-    @property
-    def awaited(self) -> bool:
-        """Whether its turns are submitted from outside (``human`` or ``external``)."""
-        return self.engine in ("human", "external")
-
-
-@dataclass(slots=True)
-class Inflight:
-    """A member turn whose ``node.started`` is in the log but whose completion is not."""
-
-    member: str
-    position: int
-    attempt: int
-    turn: int
-    triggers: list[str]
-    retried: bool = False
-    """Whether ``node.retried`` already closed this attempt (the next start is due)."""
-
-
-@dataclass(slots=True)
-class RoomState:
-    """A room's conversation as the log tells it."""
-
-    id: str
-    members: tuple[str, ...]
-    conversation_id: str = ""
-    last_event_id: str = ""
-    """``eventId`` of the last ``opened``/``exchanged`` (the next turn's ``causationId``)."""
-    turn_index: int = 0
-    """Index of the last turn (0 = the opening system turn)."""
-    opened: bool = False
-    closed: bool = False
-    gate_resumed: bool = False
-    """Whether the room's gate node got its ``node.resumed`` (after ``closed``)."""
-    gate_done: bool = False
-    """Whether the room's gate node ended (``node.completed``)."""
-    messages: list[Message] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    """Each message's input-size term (see ``CouncilState.sizes``), parallel to ``messages``."""
 
 
 @dataclass(slots=True)

@@ -1,0 +1,76 @@
+"""Private: how a settled batch is written — completions, failures, retries — as events.
+
+:class:`Settling` turns each outcome of a batch's turns into events (``node.completed`` and
+the member's posts as ``conversation.exchanged``, or ``node.retried`` for a failed turn with
+retries left, or ``node.failed``) and ends the run when a turn failed for good or the council
+timed out. :class:`~wopdsl.engine.core.Engine` commits them with the next batch's dispatch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wopdsl._ids import message_id
+from wopdsl.engine._endings import Endings
+from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms
+from wopdsl.errors import TurnError
+from wopdsl.state import Inflight
+
+__all__ = ["Settling"]
+
+
+class Settling(Endings):
+    """Writes a settled batch's outcomes (the caller commits them)."""
+
+    _retry_wait: float | None
+    """Seconds to wait before re-dispatching turns that failed with retries left."""
+
+    def after_settle(self, batch: list[Inflight]) -> None:
+        """Called after a batch's completions are emitted (before they are flushed)."""
+
+    def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
+                *, timed_out: bool) -> None:
+        failure: tuple[str, TurnError] | None = None
+        # A failed turn with retries left runs again (node.retried, then after its delay a
+        # new node.started) unless another turn of the batch failed for good.
+        retry = [isinstance(o, TurnError) and self._retryable(i, o)
+                 for i, o in zip(batch, outcomes, strict=True)]
+        fatal = timed_out or any(isinstance(o, TurnError) and not r
+                                 for o, r in zip(outcomes, retry, strict=True))
+        for inflight, outcome, again in zip(batch, outcomes, retry, strict=True):
+            member = inflight.member
+            if isinstance(outcome, TurnError):
+                error = {"code": outcome.code, "message": outcome.message or outcome.code,
+                         **({"details": outcome.details} if outcome.details else {})}
+                if again and not fatal:
+                    delay = retry_delay_ms(self.graph.members[member], inflight.attempt + 1)
+                    self._emit("node.retried", {"nodeId": member,
+                                                "attempt": inflight.attempt + 1,
+                                                "delayMs": delay, "lastError": error},
+                               node_id=member)
+                    self._retry_wait = max(self._retry_wait or 0.0, delay / 1000)
+                    continue
+                self._emit("node.failed", {"nodeId": member, "attempts": inflight.attempt + 1,
+                                           "error": error}, node_id=member)
+                failure = failure or (member, outcome)
+                continue
+            self._emit("node.completed", {"nodeId": member, "outputs": outcome},
+                       node_id=member)
+            model = getattr(self.graph.members[member].agent, "provenance", None)
+            for index, post in enumerate(outcome.get("posts", [])):
+                self._exchange(post["roomId"], message_id(member, inflight.position, index),
+                               member, post["text"], post["mentions"], human=False, model=model)
+        self.after_settle(batch)
+        if timed_out:
+            self._time_out()
+        elif failure is not None:
+            member, err = failure
+            budget = err.code == "BUDGET_EXHAUSTED"  # RFC 0084: the run fails on it
+            self._fail(err.code if budget else "TEAM_NODE_FAILED", err.message if budget
+                       else f"member {member} failed: {err.code}: {err.message}", member,
+                       details={"nodeError": err.code})
+        # The caller commits: the completions of one settled batch share one transaction.
+
+    def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
+        return error.code not in NOT_RETRIED and \
+            inflight.attempt < self.graph.members[inflight.member].retries
