@@ -72,7 +72,8 @@ def write_room_files(events: Iterable[RunEventDoc], out_dir: str | Path) -> dict
     """Write one file per room into ``out_dir``; return ``{revision, rooms: [{roomId, path}]}``.
 
     File names come from the room's declaration index (``room-001.txt``), never from its id:
-    a room id is data. Each file is replaced atomically; other files in ``out_dir`` are left
+    a room id is data. Each file is replaced atomically and gets the umask's mode (0644 by
+    default), like any file the user writes; other files in ``out_dir`` are left
     alone, and deleting a file deletes no message (the log is the source of truth).
     """
     rooms, lines, revision = room_lines(events)
