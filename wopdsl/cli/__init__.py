@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
-from wopdsl.errors import WopError
+from wopdsl.errors import DeclarationError, WopError
 
 __all__ = ["main"]
 
@@ -74,10 +74,15 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     except WopError as exc:
         if args.debug:
             traceback.print_exc(file=err)
+        if getattr(args, "json", False) and isinstance(exc, DeclarationError):
+            # --json promises one JSON document on stdout, an invalid file included.
+            from wopdsl.cli._output import invalid_json, print_json
+
+            print_json(invalid_json(exc), out)
         print(exc.render(), file=err, flush=True)
         return exit_code_for_error(exc)
     except KeyboardInterrupt:
-        _interrupted(ctx.run_id, ctx.store_flag, out, err)
+        _interrupted(ctx.run_id, ctx.store_flag, out, err, memory=ctx.is_memory)
         ctx.close()
         if any(t.name.startswith("asyncio_") and t.is_alive() for t in threading.enumerate()):
             # A sync member handler still runs in a loop worker thread that can't be
@@ -99,9 +104,14 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         ctx.close()
 
 
-def _interrupted(run_id: str | None, store_flag: str, out: TextIO, err: TextIO) -> None:
+def _interrupted(run_id: str | None, store_flag: str, out: TextIO, err: TextIO, *,
+                 memory: bool = False) -> None:
     text = "\ninterrupted"
-    if run_id is not None:
+    if run_id is not None and memory:
+        from wopdsl.cli._output import MEMORY_GONE
+
+        text += f": run {run_id} stopped; {MEMORY_GONE}"
+    elif run_id is not None:
         text += (f": run {run_id} stopped where it was; continue it with "
                  f"`wop{store_flag} resume {run_id}`")
     try:

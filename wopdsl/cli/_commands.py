@@ -39,6 +39,11 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     spec = graph.spec
     settings = spec.council
     out = ctx.out
+    if args.json:
+        print_json({"status": "ok", "council": spec.id, "version": settings.version,
+                    "rooms": {r.id: list(r.members) for r in graph.rooms.values()},
+                    "members": [m.id for m in graph.members.values()]}, out)
+        return EXIT_OK
     print(f"ok: council {spec.id} (version {settings.version})", file=out)
     print(f"  task: {settings.task}", file=out)
     print(f"  limits: global_concurrency={settings.global_concurrency} "
@@ -70,7 +75,7 @@ def _json_line(event: RunEventDoc) -> str:
 
 def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
     """``wop events RUN [--follow]``: the events as JSON Lines, in sequence order."""
-    store = ctx.require_run(args.run)
+    store = ctx.require_run(args.run, read_only=True)
     state = CouncilState()
     for event in store.read(args.run):
         state.apply(event)
@@ -92,7 +97,7 @@ def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     """``wop replay RUN``: fold the log (no member runs, nothing appended), print the result."""
-    store = ctx.require_run(args.run)
+    store = ctx.require_run(args.run, read_only=True)
     events = store.read(args.run)
     state = CouncilState.fold(events)
     if args.json:
@@ -108,7 +113,7 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_transcript(ctx: Context, args: argparse.Namespace) -> int:
     """``wop transcript RUN``: the stable transcript text."""
-    store = ctx.require_run(args.run)
+    store = ctx.require_run(args.run, read_only=True)
     ctx.out.write(render_transcript(store.read(args.run)))
     ctx.out.flush()
     return EXIT_OK
@@ -116,7 +121,7 @@ def cmd_transcript(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_rooms(ctx: Context, args: argparse.Namespace) -> int:
     """``wop rooms RUN --out DIR``: write room files, print ``{revision, rooms}``."""
-    store = ctx.require_run(args.run)
+    store = ctx.require_run(args.run, read_only=True)
     try:
         listing = write_room_files(store.read(args.run), args.out)
     except OSError as exc:
@@ -130,7 +135,7 @@ def cmd_rooms(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
     """``wop runs``: every run in the store with its council, status and event count."""
     try:
-        store = ctx.store(create=False)
+        store = ctx.store(create=False, read_only=True)
     except RunNotFound:
         # No store file yet simply means no runs; listing must not create one.
         infos = []
@@ -245,7 +250,7 @@ def cmd_schema(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_check(ctx: Context, args: argparse.Namespace) -> int:
     """``wop check RUN``: validate a stored run against the bundled OpenWOP schemas and rules."""
-    store = ctx.require_run(args.run)
+    store = ctx.require_run(args.run, read_only=True)
     events = store.read(args.run)
     try:
         from wopdsl.protocol.check import check_events

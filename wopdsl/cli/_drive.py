@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from wopdsl import Council, Run, ValidationError, attach, fork
 from wopdsl.cli._output import (
+    MEMORY_GONE,
     CommandError,
     LivePrinter,
     exit_code_for_status,
@@ -106,10 +107,9 @@ def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> in
         print_json(run_json(run.run_id, state), ctx.out)
     else:
         print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
-                   debug=ctx.debug)
-    if state.status not in TERMINAL and ctx.is_memory:
-        print("note: the memory: store ends with this command, and the run with it; use a "
-              "store file to continue it later", file=ctx.err, flush=True)
+                   debug=ctx.debug, memory=ctx.is_memory)
+    if as_json and state.status not in TERMINAL and ctx.is_memory:
+        print(f"note: {MEMORY_GONE}", file=ctx.err, flush=True)
     return exit_code_for_status(state.status)
 
 

@@ -146,6 +146,21 @@ def run_json(run_id: str, state: CouncilState) -> dict[str, Any]:
     return doc
 
 
+def invalid_json(error: DeclarationError) -> dict[str, Any]:
+    """Return ``{status: "invalid", error: {code, message, location, hint, problems}}``.
+
+    ``message``, ``location`` and ``hint`` are the first problem's; ``problems`` lists them
+    all (``message``, ``path``, ``location``, ``hint``), as ``wop validate`` prints them.
+    """
+    problems = [{"message": p.message, "path": p.path, "location": p.location, "hint": p.hint}
+                for p in error.problems]
+    first = problems[0] if problems else {"message": error.message, "location": "",
+                                          "hint": error.hint}
+    return {"status": "invalid", "error": {
+        "code": error.code, "message": first["message"], "location": first["location"],
+        "hint": first["hint"] or error.hint, "problems": problems}}
+
+
 def usage_text(usage: dict[str, Any]) -> str:
     """``1,234 tokens (1,000 in, 234 out), 3 calls, $0.0012`` for one usage summary."""
     text = (f"{usage['totalTokens']:,} tokens ({usage['inputTokens']:,} in, "
@@ -162,11 +177,19 @@ def print_json(doc: Any, out: TextIO) -> None:
     print(json.dumps(doc, indent=2), file=out, flush=True)
 
 
+MEMORY_GONE: Final = ("the memory: store ends with this command, and the run with it; "
+                      "to resume, reply to or inspect a run later, run it on a store file, "
+                      "e.g. --store .wop/runs.db")
+"""What to do next after a run on ``memory:``: no command can reach the run any more."""
+
+
 def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
-               store_flag: str = "", debug: bool = False) -> None:
+               store_flag: str = "", debug: bool = False, memory: bool = False) -> None:
     """Print the final answers, the status line and what to do next.
 
-    With ``debug``, a failed run also shows each failed handler's traceback.
+    With ``debug``, a failed run also shows each failed handler's traceback. With
+    ``memory`` (the store was ``memory:``, gone when the command ends) no hint names a
+    command that would need the run.
     """
     if state.members:
         print("\nresults", file=out)
@@ -192,18 +215,19 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
     events = state.last_sequence + 1
     print(f"\n{status}: run {run_id} ({events} events)", file=out, flush=True)
     if status == "waiting-input":
-        print(waiting_text(run_id, state, store_flag), file=out, flush=True)
+        print(waiting_text(run_id, state, store_flag, memory=memory), file=out, flush=True)
     elif status == "failed":
         error = state.error or {}
+        hint = MEMORY_GONE if memory else f"see the log with `wop{store_flag} events {run_id}`"
         failure = RunFailed(str(error.get("code", "RUN_FAILED")),
-                            str(error.get("message", "the run failed")),
-                            hint=f"see the log with `wop{store_flag} events {run_id}`")
+                            str(error.get("message", "the run failed")), hint=hint)
         print(failure.render(), file=err, flush=True)
         if debug:
             print_failures(state, err)
     elif status not in ("completed", "cancelled"):
-        print(f"the run has not stopped; continue it with `wop{store_flag} resume {run_id}`",
-              file=out, flush=True)
+        print("the run has not stopped; " + (
+            f"note: {MEMORY_GONE}" if memory else
+            f"continue it with `wop{store_flag} resume {run_id}`"), file=out, flush=True)
 
 
 def print_failures(state: CouncilState, err: TextIO) -> None:
@@ -221,8 +245,12 @@ def print_failures(state: CouncilState, err: TextIO) -> None:
     err.flush()
 
 
-def waiting_text(run_id: str, state: CouncilState, store_flag: str = "") -> str:
-    """Say who is waiting for input in which rooms, and how to reply."""
+def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
+                 memory: bool = False) -> str:
+    """Say who is waiting for input in which rooms, and how to reply.
+
+    With ``memory`` (a ``memory:`` store, gone with the command) say so instead of how.
+    """
     lines = []
     first_room = ""
     for member_id in state.waiting_for:
@@ -231,6 +259,9 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "") -> str:
         where = f"in room{'s' if len(rooms) != 1 else ''} {', '.join(rooms)}" if rooms else \
             "(no open room)"
         lines.append(f"waiting for input: {member_id} {where}")
+    if memory:
+        lines.append(f"note: {MEMORY_GONE}")
+        return "\n".join(lines)
     names = state.waiting_for
     as_flag = f" --as {names[0]}" if len(names) > 1 else ""
     room = shlex.quote(first_room or "ROOM")

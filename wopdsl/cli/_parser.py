@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add("validate", _commands.cmd_validate, "load and compile a council; print a summary")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
     _max_participants(cmd)
+    _json_flag(cmd, "print {status: ok, council, rooms, members} (or {status: invalid, "
+                    "error}) as JSON")
 
     cmd = add("run", _drive.cmd_run, "run a council, printing its transcript live")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")

@@ -64,15 +64,17 @@ class Context:
             return ""
         return f" --store {shlex.quote(describe_target(self.store_arg))}"
 
-    def store(self, *, create: bool = True) -> EventStore:
+    def store(self, *, create: bool = True, read_only: bool = False) -> EventStore:
         """Open the store once.
 
         Args:
             create: When false, a SQLite file that does not exist yet is not created;
                 :class:`~wopdsl.RunNotFound` is raised instead (reading needs existing runs).
+            read_only: Open a SQLite file for reading only (commands that never append),
+                so a store in a read-only folder can still be read.
         """
         if self._store is None:
-            self._store = open_store(self.store_target, create=create)
+            self._store = open_store(self.store_target, create=create, read_only=read_only)
         return self._store
 
     def close(self) -> None:
@@ -81,9 +83,10 @@ class Context:
             self._store.close()
             self._store = None
 
-    def require_run(self, run_id: str) -> EventStore:
-        """Return the store, after checking it holds ``run_id``."""
-        return require_run(self.store(create=False), run_id, where=self.store_shown,
+    def require_run(self, run_id: str, *, read_only: bool = False) -> EventStore:
+        """Return the store, after checking it holds ``run_id`` (``read_only``: see store)."""
+        return require_run(self.store(create=False, read_only=read_only), run_id,
+                           where=self.store_shown,
                            runs=f"wop{self.store_flag} runs")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -72,7 +72,8 @@ def write_room_files(events: Iterable[RunEventDoc], out_dir: str | Path) -> dict
     """Write one file per room into ``out_dir``; return ``{revision, rooms: [{roomId, path}]}``.
 
     File names come from the room's declaration index (``room-001.txt``), never from its id:
-    a room id is data. Each file is replaced atomically; other files in ``out_dir`` are left
+    a room id is data. Each file is replaced atomically and gets the umask's mode (0644 by
+    default), like any file the user writes; other files in ``out_dir`` are left
     alone, and deleting a file deletes no message (the log is the source of truth).
     """
     rooms, lines, revision = room_lines(events)
@@ -88,7 +89,14 @@ def write_room_files(events: Iterable[RunEventDoc], out_dir: str | Path) -> dict
 
 
 def _replace_atomically(path: Path, body: str) -> None:
-    handle, temp = tempfile.mkstemp(prefix=".room-", suffix=".tmp", dir=path.parent)
+    # Like any file the user writes: 0666 less the umask (mkstemp would make it 0600).
+    while True:
+        temp = str(path.parent / f".room-{secrets.token_hex(8)}.tmp")
+        try:
+            handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:  # pragma: no cover - 64 random bits collided.
+            continue
+        break
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
             file.write(body)

@@ -50,7 +50,9 @@ def store_target(target: str | os.PathLike[str] | None = None) -> str:
 
     It may hold a password (a ``postgresql://`` URL): print :func:`describe_target` of it.
     """
-    return os.fspath(target) if target else (os.environ.get("WOP_STORE") or DEFAULT_STORE)
+    if target is not None:
+        return os.fspath(target)
+    return os.environ.get("WOP_STORE") or DEFAULT_STORE
 
 
 def is_memory(target: str | os.PathLike[str] | None) -> bool:
@@ -76,7 +78,8 @@ def describe_target(target: str | os.PathLike[str] | None) -> str:
 
 
 def open_store(
-    target: str | os.PathLike[str] | EventStore | None = None, *, create: bool = True
+    target: str | os.PathLike[str] | EventStore | None = None, *, create: bool = True,
+    read_only: bool = False,
 ) -> EventStore:
     """Open an event store.
 
@@ -88,13 +91,16 @@ def open_store(
         create: When false, a SQLite file (or a database without the store's tables) that
             does not exist yet is not created and :class:`~wopdsl.RunNotFound` is raised
             instead (reading needs existing runs).
+        read_only: Open a SQLite file for reading only, so a file (or folder) this process
+            cannot write can still be read; appending to it raises ``StoreError``. Other
+            stores ignore it.
 
     Returns:
         The store.
 
     Raises:
-        StoreError: a URL scheme wopdsl does not serve, or a store that cannot be opened
-            (the message names the server, never a password).
+        StoreError: an empty target, a folder, a URL scheme wopdsl does not serve, or a
+            store that cannot be opened (the message names the server, never a password).
 
     Example:
         >>> store = open_store("memory:")
@@ -102,6 +108,10 @@ def open_store(
     if isinstance(target, EventStore):
         return target
     text = store_target(target)
+    if not text.strip():
+        raise StoreError("the store target is empty",
+                         hint=f"name a store file (e.g. {DEFAULT_STORE}), a postgresql:// URL "
+                              "or memory:, or leave --store out for the default")
     if text in _MEMORY:
         return MemoryStore()
     if text.startswith(_POSTGRES):
@@ -119,13 +129,17 @@ def open_store(
                  "HOST:PORT/DATABASE, or memory:",
         )
     path = Path(text.removeprefix(_SQLITE_URL))
+    if not path.name or path.is_dir():
+        raise StoreError(f"{text} is a folder, not a store file",
+                         hint=f"point --store (or WOP_STORE) at a file, e.g. "
+                              f"{path / 'runs.db'}")
     if not create and not path.is_file():
         raise RunNotFound(
             f"no store at {text}: it has no runs yet",
             hint="start a run with `wop run FILE`, or point --store (or WOP_STORE) "
                  "at the store that holds the run",
         )
-    return SqliteStore(path)
+    return SqliteStore(path, read_only=read_only)
 
 
 def __getattr__(name: str) -> Any:

@@ -15,43 +15,11 @@ from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store._claims import lock_run
 from wopdsl.store._codec import decode_body, encode_event, is_valid_record
+from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._wakeups import waiters_for
 from wopdsl.store.base import EventStore, RunInfo
 
 __all__ = ["SqliteStore"]
-
-_LAYOUT_VERSION: Final = 2
-"""The table layout this module writes, kept in ``PRAGMA user_version``.
-
-1: the tables below. 2: the same tables, and a body that holds a number the fast decoder
-cannot read back exactly (an integer beyond 64 bits) starts with a space (see
-:func:`~wopdsl.store._codec.encode_event`), so every other body may be decoded by orjson."""
-
-_LAYOUT: Final = """
-CREATE TABLE IF NOT EXISTS events (
-    run_id   TEXT    NOT NULL,
-    sequence INTEGER NOT NULL,
-    type     TEXT    NOT NULL,
-    body     TEXT    NOT NULL,
-    PRIMARY KEY (run_id, sequence)
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id      TEXT NOT NULL PRIMARY KEY,
-    workflow_id TEXT NOT NULL,
-    started_at  TEXT NOT NULL
-);
-"""
-# The runs table is written once per run, by its first append. A run's last event is found
-# through the primary key's index (one B-tree descent, as cheap as a runs-table lookup), so
-# appends skip an UPDATE per transaction.
-
-_PAGE_SIZE: Final = 1024
-"""Bytes per page of a new store file. Every commit writes each page it touches to the WAL
-whole, and an append touches the last page of the events table and of its key, so small
-pages write (and checkpoints later sync) about half the bytes of SQLite's default 4096 for
-the same events. Files made with another page size keep it."""
-_CHECKPOINT_BYTES: Final = 4 * 1024 * 1024
-"""The WAL is checkpointed into the database once it holds this much (SQLite's default)."""
 
 _SELECT_LAST: Final = "SELECT max(sequence) FROM events WHERE run_id = ?"
 _INSERT_EVENT: Final = "INSERT INTO events (run_id, sequence, type, body) VALUES (?, ?, ?, ?)"
@@ -83,22 +51,37 @@ class SqliteStore(EventStore):
         path: The database file; missing parent directories are created.
         busy_timeout: Seconds a writer waits for another process's transaction to finish
             before giving up with :class:`~wopdsl.errors.StoreError`.
+        read_only: Open an existing file for reading only (``mode=ro``; ``immutable=1``
+            when its folder is read-only too): works on a file this process cannot write,
+            and every append or claim raises :class:`~wopdsl.errors.StoreError`.
+
+    Raises:
+        StoreError: the path is a folder; a writer cannot write the file or its folder;
+            the file is not a SQLite store.
 
     Example:
         >>> store = SqliteStore(tmp_path / "runs.db")  # doctest: +SKIP
         >>> store.append("r1", events, expected_sequence=0)  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path | str, *, busy_timeout: float = 5.0) -> None:
+    def __init__(self, path: Path | str, *, busy_timeout: float = 5.0,
+                 read_only: bool = False) -> None:
         self.path = Path(path)
         """The database file."""
         self.busy_timeout = busy_timeout
+        self.read_only = read_only
+        """Whether the file was opened for reading only."""
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a store file",
+                             hint=f"point --store (or WOP_STORE) at a file, e.g. "
+                                  f"{self.path / 'runs.db'}")
         self._lock = threading.Lock()
         self._closed = False
         self._written: dict[str, int] = {}
         """Per run: the last sequence this object committed (see :meth:`append`)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(
                 f"{self.path}: cannot create the store directory: {exc}",
@@ -106,7 +89,7 @@ class SqliteStore(EventStore):
             ) from exc
         self._waiters = waiters_for(self.path)
         self._fast_decode = True
-        """Whether bodies may be read with orjson (layout 2 and later, see _LAYOUT_VERSION)."""
+        """Whether bodies may be read with orjson (layout 2 and later, see LAYOUT_VERSION)."""
         self._conn = self._connect()
         self._cursor = self._conn.cursor()
 
@@ -128,6 +111,7 @@ class SqliteStore(EventStore):
         Raises:
             StoreConflict: another driver (here or in another process) holds the run.
         """
+        self._writable()
         with super().claim(run_id):
             release = lock_run(self.path, run_id)
             try:
@@ -149,6 +133,7 @@ class SqliteStore(EventStore):
             EventInvalid: an event cannot be encoded as JSON; nothing was written.
             StoreError: the file stayed locked longer than ``busy_timeout``, or SQLite failed.
         """
+        self._writable()
         if not events:
             current = self.last_sequence(run_id)
             if current + 1 != expected_sequence:
@@ -299,50 +284,17 @@ class SqliteStore(EventStore):
     # -- internals -------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,  # We issue BEGIN/COMMIT ourselves.
-                check_same_thread=False,  # Guarded by self._lock instead.
-            )
-        except sqlite3.Error as exc:
-            raise self._failure(exc, "open") from exc
-        try:
-            # Before WAL mode: the page size of a new file is fixed by its first write.
-            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-            conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_BYTES // page_size}")
-            layout = conn.execute("PRAGMA user_version").fetchone()[0]
-            if layout == 0:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for statement in _LAYOUT.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {_LAYOUT_VERSION}")
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                layout = _LAYOUT_VERSION
-            elif layout > _LAYOUT_VERSION:
-                raise StoreError(
-                    f"{self.path}: store layout {layout} is newer than this wopdsl "
-                    f"understands ({_LAYOUT_VERSION})",
-                    hint="upgrade wopdsl to open this store",
-                )
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._failure(exc, "open") from exc
-        except BaseException:
-            conn.close()
-            raise
+        if self.read_only:
+            conn, layout = connect_reader(self.path, self.busy_timeout)
+        else:
+            conn, layout = connect_writer(self.path, self.busy_timeout)
         self._fast_decode = layout >= 2
         return conn
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.path} was opened read-only: nothing can be appended",
+                             hint=read_only_hint(self.path))
 
     def _where(self, run_id: str, sequence: int) -> str:
         return f"{self.path} run {run_id} #{sequence}"
@@ -377,6 +329,9 @@ class SqliteStore(EventStore):
                 f"cannot {doing} {self.path}: the file is not a SQLite database",
                 hint="point --store (or WOP_STORE) at a wopdsl store file or a new path",
             )
+        if "readonly" in text:
+            return StoreError(f"cannot {doing} {self.path}: {text}",
+                              hint=read_only_hint(self.path))
         return StoreError(f"cannot {doing} {self.path}: {text}")
 
 
