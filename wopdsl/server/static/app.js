@@ -1,6 +1,7 @@
 // The chat page: pick a council, start or open a run, follow its rooms live and post as a
 // human member. Only the host's public v1 API is used (see stream.js).
 import { api, ApiError, follow, setToken, token } from "./stream.js";
+import { streamedText } from "./partial.js";
 import { Completer, MessageWindow, el } from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -354,7 +355,7 @@ function renderStreams(run) {
     div.dataset.member = who;
     const head = el("div", "head");
     head.append(el("span", "from", who));
-    div.append(head, el("div", "text", text));
+    div.append(head, el("div", "text", streamedText(text, room.id)));
     box.append(div);
   }
   if (run.window.following && run.live.size) run.window.toBottom();
