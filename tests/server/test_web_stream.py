@@ -29,6 +29,8 @@ TEXT = (f"Draft: {HOSTILE} The beta ships on Friday to the forty teams of the pi
 ANSWER = {"summary": "Drafted the launch note.",
           "posts": [{"roomId": "studio", "text": TEXT, "mentions": ["founder"]}]}
 USAGE = (1200, 80)
+BAD = "Sure! Here is the launch note you asked for, in plain words rather than JSON."
+BAD_USAGE = (900, 20)
 
 _ROSTER_JS = """return Object.fromEntries([...document.querySelectorAll('#roster tbody tr')].map(
   tr => [tr.dataset.member, [...tr.cells].map(td => td.textContent)]));"""
@@ -50,8 +52,10 @@ def model_server() -> Iterator[ScriptedModelServer]:
 
 def test_streamed_tokens_arrive_live_then_the_message_replaces_them(
         page: Callable[..., Page], model_server: ScriptedModelServer) -> None:
-    model_server.add(Answer(ANSWER, usage=USAGE, chunks=24, chunk_delay_s=0.2),
-                     member="writer")
+    # The first answer is not a turn result (plain text: shown as it is while it streams);
+    # the member re-asks, and the second answer streams the post's text.
+    model_server.add(Answer(BAD, usage=BAD_USAGE, chunks=8, chunk_delay_s=0.15),
+                     Answer(ANSWER, usage=USAGE, chunks=24, chunk_delay_s=0.2), member="writer")
     p = page(councils=STUDIO, env={"OPENAI_BASE_URL": model_server.url,
                                    KEY_ENV: "sk-test-0000"})
     run_id = p.start("studio")
@@ -73,10 +77,12 @@ def test_streamed_tokens_arrive_live_then_the_message_replaces_them(
                 shot = True
         time.sleep(0.05)
     # Several partial states, each a growing prefix of the post's text (the JSON around it is
-    # not shown), none of it markup.
-    assert len(partials) >= 2, partials
-    assert all(TEXT.startswith(t) for t in partials), partials
-    assert all(len(a) < len(b) for a, b in itertools.pairwise(partials)), partials
+    # not shown), none of it markup; the re-asked answer started over (nothing of the first).
+    bad = [t for t in partials if BAD.startswith(t)]
+    good = [t for t in partials if TEXT.startswith(t)]
+    assert bad and partials == bad + good, partials
+    assert len(good) >= 2, partials
+    assert all(len(a) < len(b) for a, b in itertools.pairwise(good)), partials
     assert any(HOSTILE in t for t in partials) and shot, partials
     assert p.js("return window.__pwned") is None
     assert p.finds("#messages img, #messages script") == []
@@ -92,15 +98,17 @@ def test_streamed_tokens_arrive_live_then_the_message_replaces_them(
     status, page_, _ = p.served.request("GET", f"/v1/runs/{run_id}/events")
     assert status == 200, page_
     usage = [e["payload"] for e in page_["events"] if e["type"] == "provider.usage"]
-    assert [(u["nodeId"], u["totalTokens"]) for u in usage] == [("writer", sum(USAGE))]
-    cost = (USAGE[0] * 2.5 + USAGE[1] * 10) / 1e6
-    assert usage[0]["costEstimateUsd"] == pytest.approx(cost)
+    assert [(u["nodeId"], u["totalTokens"]) for u in usage] == [
+        ("writer", sum(BAD_USAGE)), ("writer", sum(USAGE))]
+    cost = sum((i * 2.5 + o * 10) / 1e6 for i, o in (BAD_USAGE, USAGE))
+    assert sum(u["costEstimateUsd"] for u in usage) == pytest.approx(cost)
+    tokens = sum(BAD_USAGE) + sum(USAGE)
     chunks = [e for e in page_["events"] if e["type"] == "output.chunk"]
-    assert len(chunks) >= 2 and "".join(e["payload"]["chunk"] for e in chunks) == full
+    assert len(chunks) >= 4 and "".join(e["payload"]["chunk"] for e in chunks) == BAD + full
     wait_for("waiting for the founder", lambda: p.status() == "waiting-input")
     wait_for("the writer's usage", lambda: _roster(p)["writer"][4])
     roster = _roster(p)
-    assert roster["writer"][4] == f"{sum(USAGE)} tok / ${cost:.4f}", roster
+    assert roster["writer"][4] == f"{tokens} tok / ${cost:.4f}", roster
     assert roster["writer"][2] != "speaking" and roster["writer"][3] == "1 / 2", roster
     assert roster["founder"][4] == "", roster  # a person uses no model tokens
     assert json.loads(full)["posts"][0]["text"] == TEXT

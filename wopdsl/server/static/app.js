@@ -235,7 +235,9 @@ function drain(run) {
         roster = true;
         break;
       }
-      case "node.retried":
+      case "node.retried": case "envelope.retry.attempted":
+        // The call is made again (a dropped stream, or an invalid answer re-asked): its
+        // tokens start over.
         run.live.delete(String(p.nodeId || e.nodeId || ""));
         break;
       case "provider.usage": {
