@@ -18,6 +18,15 @@ from typing import Any
 
 import pytest
 
+from tests.server.web_browser import (
+    WEB_COUNCILS,
+    Page,
+    host_path,
+    new_driver,
+    require_browser,
+    screenshot_dir,
+)
+
 pytest.importorskip("starlette", reason="needs the server extra")
 pytest.importorskip("uvicorn", reason="needs the server extra")
 
@@ -145,3 +154,22 @@ def tokens_file(tmp_path: Path) -> Path:
     path = tmp_path / "tokens.toml"
     path.write_text(f'[tokens]\nalice = "{ALICE}"\nbob = "{BOB}"\n')
     return path
+
+
+@pytest.fixture
+def page(tmp_path: Path, serve: Callable[..., Served]) -> Iterator[Callable[..., Page]]:
+    """Open pages in a headless Chromium on a `wop serve` of the web test councils."""
+    require_browser()
+    drivers: list[Any] = []
+
+    def go(*, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+           token: str | None = None, councils: Path = WEB_COUNCILS) -> Page:
+        served = serve(councils, args=args, env={"PYTHONPATH": host_path(councils),
+                                                 **(env or {})}, token=token)
+        driver = new_driver(tmp_path / f"profile-{len(drivers)}")
+        drivers.append(driver)
+        return Page(driver, served, screenshot_dir(tmp_path))
+
+    yield go
+    for driver in drivers:
+        driver.quit()

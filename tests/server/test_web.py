@@ -2,98 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.conftest import ALICE, BOB, Served
-from tests.server.web_browser import new_driver, require_browser, screenshot_dir, wait_for
-
-WEB_COUNCILS = Path(__file__).resolve().parent / "web_councils"
-
-_MESSAGES_JS = """return [...document.querySelectorAll('#list .msg')].map(li =>
-  [li.dataset.id, li.querySelector('.from').textContent, li.querySelector('.text').textContent]);"""
-
-
-@dataclass
-class Page:
-    """One browser tab on one host."""
-
-    driver: Any
-    served: Served
-    shots: Path
-
-    def open(self, path: str = "/") -> None:
-        self.driver.get(self.served.url + path)
-
-    def find(self, css: str) -> Any:
-        from selenium.webdriver.common.by import By
-
-        return self.driver.find_element(By.CSS_SELECTOR, css)
-
-    def finds(self, css: str) -> list[Any]:
-        from selenium.webdriver.common.by import By
-
-        return list(self.driver.find_elements(By.CSS_SELECTOR, css))
-
-    def js(self, script: str, *args: Any) -> Any:
-        return self.driver.execute_script(script, *args)
-
-    def messages(self) -> list[list[str]]:
-        return list(self.js(_MESSAGES_JS))
-
-    def texts(self) -> list[str]:
-        return [m[2] for m in self.messages()]
-
-    def status(self) -> str:
-        return str(self.find("#run-status").text)
-
-    def run_id(self) -> str:
-        return str(self.driver.current_url.rsplit("/runs/", 1)[1])
-
-    def shot(self, name: str) -> Path:
-        path = self.shots / f"{name}.png"
-        self.driver.save_screenshot(str(path))
-        assert path.stat().st_size > 1000
-        return path
-
-    def start(self, council: str) -> str:
-        self.open("/")
-        button = wait_for(f"the council {council}", lambda: self.find(
-            f'li[data-council="{council}"] button.start'))
-        button.click()
-        wait_for("the run page", lambda: "/runs/" in self.driver.current_url and
-                 self.find("#run-status").text)
-        return self.run_id()
-
-
-@pytest.fixture
-def page(tmp_path: Path, serve: Any) -> Iterator[Any]:
-    """Open pages in a headless Chromium on a `wop serve` of the web test councils."""
-    require_browser()
-    drivers: list[Any] = []
-
-    def go(*, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
-           token: str | None = None) -> Page:
-        served = serve(WEB_COUNCILS, args=args, env={"PYTHONPATH": str(WEB_COUNCILS),
-                                                     **(env or {})}, token=token)
-        driver = new_driver(tmp_path / f"profile-{len(drivers)}")
-        drivers.append(driver)
-        return Page(driver, served, screenshot_dir(tmp_path))
-
-    yield go
-    for driver in drivers:
-        driver.quit()
-
-
-def _api_messages(served: Served, run_id: str, room: str) -> list[str]:
-    status, page, _ = served.request("GET", f"/v1/runs/{run_id}/events")
-    assert status == 200, page
-    return [e["payload"]["turn"]["messageId"] for e in page["events"]
-            if e["type"] == "conversation.exchanged" and e["payload"]["turn"]["groupId"] == room]
+from tests.server.conftest import ALICE, BOB
+from tests.server.web_browser import WEB_COUNCILS, api_messages, host_path, wait_for
 
 
 def test_start_a_run_watch_post_a_turn_and_see_it_finish(page: Any) -> None:
@@ -146,7 +61,7 @@ def test_start_a_run_watch_post_a_turn_and_see_it_finish(page: Any) -> None:
     assert p.find("#refusal").is_displayed() is False
     p.shot("web-run-completed")
     # The page shows exactly the run's messages, in order.
-    assert [m[0] for m in p.messages()] == _api_messages(p.served, run_id, "board")
+    assert [m[0] for m in p.messages()] == api_messages(p.served, run_id, "board")
     # The run shows up under "runs started from this browser".
     p.open("/")
     wait_for("the recent run", lambda: run_id in p.find("#recent").text)
@@ -156,7 +71,7 @@ def test_a_refused_turn_shows_its_reason_and_appends_nothing(page: Any) -> None:
     p = page()
     run_id = p.start("board")
     wait_for("waiting for the founder", lambda: p.status() == "waiting-input")
-    before = _api_messages(p.served, run_id, "board")
+    before = api_messages(p.served, run_id, "board")
     long = "Ship it on Friday, no more waiting. " * 7
     p.find("#text").send_keys(long)
     p.find("#send").click()
@@ -166,7 +81,7 @@ def test_a_refused_turn_shows_its_reason_and_appends_nothing(page: Any) -> None:
     assert "too long" in refusal
     assert p.find("#text").get_attribute("value") == long  # kept for editing
     p.shot("web-refusal")
-    assert _api_messages(p.served, run_id, "board") == before
+    assert api_messages(p.served, run_id, "board") == before
     assert p.status() == "waiting-input"
 
 
@@ -210,7 +125,7 @@ def test_reload_mid_run_loses_and_doubles_nothing_with_a_token(page: Any, tokens
     wait_for("the run's end", lambda: p.status() == "completed", timeout=30)
     for room in ("board", "ops"):
         p.find(f'#tabs [data-room="{room}"]').click()
-        want = _api_messages(p.served, run_id, room)
+        want = api_messages(p.served, run_id, room)
         wait_for(f"all of {room}", lambda: len(p.messages()) == len(want))  # noqa: B023
         ids = [m[0] for m in p.messages()]
         assert ids == want and len(set(ids)) == len(ids)
@@ -243,7 +158,7 @@ def test_ten_thousand_messages_stay_usable(page: Any) -> None:
     p = page(env={"FLOOD_TURNS": "10", "FLOOD_POSTS": "1000"})
     run_id = p.start("flood")
     wait_for("the run's end", lambda: p.status() == "completed", timeout=120)
-    total = len(_api_messages(p.served, run_id, "hall"))
+    total = len(api_messages(p.served, run_id, "hall"))
     assert total >= 10_000
     wait_for("every message", lambda: f"({total - len(p.messages())} more)" in
              p.find("#earlier").text, timeout=60)
@@ -275,7 +190,7 @@ def test_a_host_restart_mid_run_resumes_the_stream_after_the_last_event(
     assert p.served.stop() == 0
     wait_for("the page to notice", lambda: "reconnecting" in p.find("#conn").text)
     again = serve(WEB_COUNCILS, args=(*args, "--port", url.rsplit(":", 1)[1]),
-                  store=p.served.store, env={"PYTHONPATH": str(WEB_COUNCILS),
+                  store=p.served.store, env={"PYTHONPATH": host_path(WEB_COUNCILS),
                                              "WEB_DELAY": "0.5"},
                   token=p.served.token, wait=False)
     again.url = url  # the same address, so the page's reconnects reach it
@@ -288,5 +203,5 @@ def test_a_host_restart_mid_run_resumes_the_stream_after_the_last_event(
     wait_for("the run's end", lambda: p.status() == "completed", timeout=30)
     for room in ("board", "ops"):
         p.find(f'#tabs [data-room="{room}"]').click()
-        want = _api_messages(p.served, run_id, room)
+        want = api_messages(p.served, run_id, room)
         wait_for(f"all of {room}", lambda: [m[0] for m in p.messages()] == want)  # noqa: B023

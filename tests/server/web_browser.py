@@ -6,15 +6,32 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.server.conftest import Served
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
+WEB_COUNCILS = Path(__file__).resolve().parent / "web_councils"
+
 T = TypeVar("T")
+
+_MESSAGES_JS = """return [...document.querySelectorAll('#list .msg')].map(li =>
+  [li.dataset.id, li.querySelector('.from').textContent, li.querySelector('.text').textContent]);"""
+
+
+def host_path(councils: Path) -> str:
+    """``PYTHONPATH`` of a `wop serve`: the councils' handler modules, then the tree under test
+    (so the host serves this checkout's page, not an installed wopdsl's)."""
+    parts = [str(councils), str(Path(__file__).resolve().parents[2]),
+             os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in parts if p)
 
 
 def require_browser() -> None:
@@ -62,3 +79,64 @@ def screenshot_dir(tmp: Path) -> Path:
     target = Path(os.environ.get("WOP_WEB_SCREENSHOTS") or tmp / "screens")
     target.mkdir(parents=True, exist_ok=True)
     return target
+
+
+@dataclass
+class Page:
+    """One browser tab on one host."""
+
+    driver: Any
+    served: Served
+    shots: Path
+
+    def open(self, path: str = "/") -> None:
+        self.driver.get(self.served.url + path)
+
+    def find(self, css: str) -> Any:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def finds(self, css: str) -> list[Any]:
+        from selenium.webdriver.common.by import By
+
+        return list(self.driver.find_elements(By.CSS_SELECTOR, css))
+
+    def js(self, script: str, *args: Any) -> Any:
+        return self.driver.execute_script(script, *args)
+
+    def messages(self) -> list[list[str]]:
+        """``[id, sender, text]`` of each message in the shown room's list."""
+        return list(self.js(_MESSAGES_JS))
+
+    def texts(self) -> list[str]:
+        return [m[2] for m in self.messages()]
+
+    def status(self) -> str:
+        return str(self.find("#run-status").text)
+
+    def run_id(self) -> str:
+        return str(self.driver.current_url.rsplit("/runs/", 1)[1])
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.driver.save_screenshot(str(path))
+        assert path.stat().st_size > 1000
+        return path
+
+    def start(self, council: str) -> str:
+        self.open("/")
+        button = wait_for(f"the council {council}", lambda: self.find(
+            f'li[data-council="{council}"] button.start'))
+        button.click()
+        wait_for("the run page", lambda: "/runs/" in self.driver.current_url and
+                 self.find("#run-status").text)
+        return self.run_id()
+
+
+def api_messages(served: Served, run_id: str, room: str) -> list[str]:
+    """The message ids of a room, in order, as the API reports them."""
+    status, page, _ = served.request("GET", f"/v1/runs/{run_id}/events")
+    assert status == 200, page
+    return [e["payload"]["turn"]["messageId"] for e in page["events"]
+            if e["type"] == "conversation.exchanged" and e["payload"]["turn"]["groupId"] == room]

@@ -21,6 +21,7 @@ from wopdsl.server.errors import ApiError
 __all__ = ["ASSETS", "is_page_path", "page_routes"]
 
 ASSETS: Final = {"app.js": "text/javascript", "stream.js": "text/javascript",
+                 "partial.js": "text/javascript", "panels.js": "text/javascript",
                  "view.js": "text/javascript", "app.css": "text/css"}
 """The page's files under ``/ui/`` and their media types."""
 

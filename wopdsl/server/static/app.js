@@ -1,6 +1,7 @@
 // The chat page: pick a council, start or open a run, follow its rooms live and post as a
 // human member. Only the host's public v1 API is used (see stream.js).
 import { api, ApiError, follow, setToken, token } from "./stream.js";
+import { renderRoster, renderStreams, renderTabs } from "./panels.js";
 import { Completer, MessageWindow, el } from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -160,7 +161,7 @@ async function openRun(runId) {
   applySnapshot(run, run.snapshot);
   run.window = new MessageWindow({ list: $("list"), scroller: $("messages"), earlier: $("earlier"), later: $("later") });
   run.completer = new Completer($("text"), $("complete"));
-  renderTabs(run);
+  renderTabs(run, selectRoom);
   selectRoom(run, run.workflow.rooms[0]?.id);
   $("run-view").hidden = false;
   run.stream = follow(runId, -1, {
@@ -234,7 +235,9 @@ function drain(run) {
         roster = true;
         break;
       }
-      case "node.retried":
+      case "node.retried": case "envelope.retry.attempted":
+        // The call is made again (a dropped stream, or an invalid answer re-asked): its
+        // tokens start over.
         run.live.delete(String(p.nodeId || e.nodeId || ""));
         break;
       case "provider.usage": {
@@ -254,7 +257,7 @@ function drain(run) {
   }
   const room = run.rooms.get(run.current);
   if (room && touched.has(room.id)) run.window.appended();
-  if (touched.size) renderTabs(run);
+  if (touched.size) renderTabs(run, selectRoom);
   renderStreams(run);
   if (roster || touched.size) { renderRoster(run); renderComposer(run); }
   if (events.length && !TERMINAL.has(run.status)) refreshSnapshot(run, 400);
@@ -315,67 +318,17 @@ function setStatus(run, status, error) {
 
 // -- rendering ------------------------------------------------------------------------------
 
-function renderTabs(run) {
-  const tabs = $("tabs");
-  tabs.replaceChildren();
-  for (const room of run.rooms.values()) {
-    const b = el("button", "tab", room.id);
-    b.type = "button";
-    b.setAttribute("role", "tab");
-    b.dataset.room = room.id;
-    b.setAttribute("aria-selected", String(room.id === run.current));
-    if (room.unread) b.append(el("span", "unread", room.unread));
-    b.addEventListener("click", () => selectRoom(run, room.id));
-    tabs.append(b);
-  }
-}
-
 function selectRoom(run, roomId) {
   const room = run.rooms.get(roomId);
   if (!room) return;
   run.current = roomId;
   room.unread = 0;
-  renderTabs(run);
+  renderTabs(run, selectRoom);
   run.window.show(room.messages, new Set(room.members));
   run.completer.setMembers(room.members.map((id) => ({ id, role: run.members.get(id)?.role || "" })));
   renderStreams(run);
   renderRoster(run);
   renderComposer(run);
-}
-
-function renderStreams(run) {
-  const box = $("streams");
-  box.replaceChildren();
-  const room = run.rooms.get(run.current);
-  if (!room) return;
-  for (const [who, text] of run.live) {
-    if (!room.members.includes(who)) continue;
-    const div = el("div", "msg agent streaming");
-    div.dataset.member = who;
-    const head = el("div", "head");
-    head.append(el("span", "from", who));
-    div.append(head, el("div", "text", text));
-    box.append(div);
-  }
-  if (run.window.following && run.live.size) run.window.toBottom();
-}
-
-function renderRoster(run) {
-  const body = $("roster").tBodies[0];
-  body.replaceChildren();
-  const room = run.rooms.get(run.current);
-  if (!room) return;
-  for (const id of room.members) {
-    const m = run.members.get(id);
-    if (!m) continue;
-    const tr = el("tr");
-    tr.dataset.member = id;
-    const state = run.live.has(id) ? "speaking" : m.state || "idle";
-    const usage = m.tokens ? `${m.tokens} tok${m.cost !== null ? ` / $${m.cost.toFixed(4)}` : ""}` : "";
-    tr.append(el("td", "", id), el("td", "", `${m.role} (${m.engine})`), el("td", `state-${state}`, state),
-      el("td", "turns", m.maxTurns ? `${m.turns} / ${m.maxTurns}` : String(m.turns)), el("td", "", usage));
-    body.append(tr);
-  }
 }
 
 /** Who this page may speak as in the current room, and why not when it may not. */
