@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import json
 from typing import Any
@@ -21,7 +20,6 @@ from wopdsl.cli._output import (
     run_json,
 )
 from wopdsl.cli._targets import Context, import_council, load_council
-from wopdsl.declare import council_json_schema
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.capabilities import capabilities
@@ -85,6 +83,8 @@ def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
             if event["type"] in TERMINAL_EVENTS and \
                     event["sequence"] >= store.last_sequence(args.run):
                 return
+
+    import asyncio  # Only --follow needs a loop.
 
     asyncio.run(follow(state.last_sequence))
     return EXIT_OK
@@ -239,6 +239,8 @@ def cmd_export(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_schema(ctx: Context, args: argparse.Namespace) -> int:
     """``wop schema``: the JSON Schema of the council file format."""
+    from wopdsl.declare import council_json_schema
+
     print_json(council_json_schema(), ctx.out)
     return EXIT_OK
 

@@ -73,13 +73,16 @@ def _constructed_turn(task: str, member: str, role: str, brief: str, turn: int,
 
 
 def _same(direct: Any, constructed: Any) -> bool:
+    # Every slot a BaseModel instance has is compared (``__dict__`` and fields set here,
+    # extra and private by ``==``), so anything derived from them (``model_dump`` ...) agrees
+    # too. Nothing here needs the models' validators or serializers: they are built on first
+    # use (``defer_build``), not by this check at import.
     return (
         type(direct) is type(constructed)
         and direct.__dict__ == constructed.__dict__
         and list(direct.__dict__) == list(constructed.__dict__)
         and direct.model_fields_set == constructed.model_fields_set
         and direct == constructed
-        and direct.model_dump() == constructed.model_dump()
         and repr(direct) == repr(constructed)
     )
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -88,6 +87,8 @@ def write_room_files(events: Iterable[RunEventDoc], out_dir: str | Path) -> dict
 
 
 def _replace_atomically(path: Path, body: str) -> None:
+    import tempfile  # Here: only writing room files needs it.
+
     handle, temp = tempfile.mkstemp(prefix=".room-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
