@@ -69,12 +69,12 @@ def _json_line(event: RunEventDoc) -> str:
 def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
     """``wop events RUN [--follow]``: the events as JSON Lines, in sequence order."""
     store = ctx.require_run(args.run)
-    state = CouncilState()
-    for event in store.read(args.run):
-        state.apply(event)
+    events = store.read(args.run)
+    for event in events:
         print(_json_line(event), file=ctx.out)
     ctx.out.flush()
-    if not args.follow or state.terminal is not None:
+    # No fold needed to print (so no models load): a run's end is its terminal event.
+    if not args.follow or any(event["type"] in TERMINAL_EVENTS for event in events):
         return EXIT_OK
 
     async def follow(after: int) -> None:
@@ -86,7 +86,7 @@ def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
 
     import asyncio  # Only --follow needs a loop.
 
-    asyncio.run(follow(state.last_sequence))
+    asyncio.run(follow(events[-1]["sequence"] if events else -1))
     return EXIT_OK
 
 
