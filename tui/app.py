@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Log, TabbedContent, TabPane
 from wopdsl_tui.bridge import RoomFeed, RunFold, follow
-from wopdsl_tui.widgets import Composer, MessageList, Notice, Roster, StatusLine
+from wopdsl_tui.widgets import Composer, ErrorDetails, MessageList, Notice, Roster, StatusLine
 
 import wopdsl
 
@@ -50,6 +50,8 @@ class CouncilApp(App[int]):
         Binding("ctrl+r", "focus_composer", "Reply", priority=True),
         Binding("ctrl+t", "toggle_events", "Events", priority=True),
         Binding("ctrl+o", "toggle_ids", "Ids", priority=True),
+        # Offered once a turn or the run failed: the recorded error details and traceback.
+        Binding("ctrl+e", "toggle_errors", "Errors", priority=True),
         Binding("ctrl+s", "resume", "Resume", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
@@ -79,6 +81,7 @@ class CouncilApp(App[int]):
         self._lists: dict[str, MessageList] = {}
         self._colors: dict[str, str] = {}
         self._events_shown = 0
+        self._errors_shown = 0
         self._sync_scheduled = False
         self._turn_requested = False
         self._driving = False
@@ -93,6 +96,7 @@ class CouncilApp(App[int]):
             yield TabbedContent(id="rooms")
             yield Roster(id="roster")
         yield Log(id="events", auto_scroll=True)
+        yield ErrorDetails(id="errors")
         with Vertical(id="composer-box", classes="-hidden"):
             yield Notice(id="notice")
             yield Composer(id="composer")
@@ -185,6 +189,9 @@ class CouncilApp(App[int]):
             lines = [str(e) for e in fold.events[self._events_shown:]]
             self._events_shown = len(fold.events)
             self.query_one("#events", Log).write_lines(lines)
+        if len(fold.errors) > self._errors_shown:
+            self._errors_shown = len(fold.errors)
+            self.query_one(ErrorDetails).show_errors(fold.errors)
         if fold.roster_changed and self._laid_out:
             fold.roster_changed = False
             self.run_status = fold.status
@@ -199,7 +206,7 @@ class CouncilApp(App[int]):
             status=self.run_status, batch=fold.batch, events=fold.last_sequence + 1,
             waiting=self._waiting, errors=fold.errors, problem=self._problem)
         self.shown_sequence = fold.last_sequence
-        keys = (self.run_status, self.human, self._driving, fold.terminal)
+        keys = (self.run_status, self.human, self._driving, fold.terminal, bool(fold.errors))
         if keys != self._keys_state:
             # The footer rebuilds on refresh: only when an offered key may have changed.
             self._keys_state = keys
@@ -273,6 +280,8 @@ class CouncilApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "focus_composer":
             return self.human is not None
+        if action == "toggle_errors":
+            return bool(self.fold.errors)
         if action == "resume":
             # Offered for an interrupted run: started, not ended, not waiting for a person,
             # and not driven by this process.
@@ -287,6 +296,11 @@ class CouncilApp(App[int]):
     def action_toggle_events(self) -> None:
         events = self.query_one("#events", Log)
         events.display = not events.display
+
+    def action_toggle_errors(self) -> None:
+        """Show or hide the error details: each failure's code, message and traceback."""
+        details = self.query_one(ErrorDetails)
+        details.display = not details.display
 
     def action_toggle_ids(self) -> None:
         for view in self._lists.values():

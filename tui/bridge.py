@@ -99,6 +99,8 @@ class ErrorNote:
     """What happened."""
     node: str
     """The member (or ``""`` for the whole run)."""
+    traceback: str = ""
+    """A failed handler's traceback (``error.details.exception.traceback``), else ``""``."""
 
 
 @dataclass(slots=True)
@@ -197,9 +199,13 @@ class RunFold:
 
     def _node_failed(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         error = payload.get("error") or {}
+        details = error.get("details")
+        exception = details.get("exception") if isinstance(details, Mapping) else None
+        trace = exception.get("traceback") if isinstance(exception, Mapping) else None
         self.errors.append(ErrorNote(str(error.get("code", "UNKNOWN")),
                                      str(error.get("message", "")),
-                                     str(payload.get("nodeId", ""))))
+                                     str(payload.get("nodeId", "")),
+                                     str(trace or "")))
 
     def _exchanged(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         room = self._room_of(event)

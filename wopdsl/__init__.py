@@ -3,6 +3,9 @@
 Declare a council in TOML (``load``) or with decorators (``Council``), run it on a durable
 event log (SQLite by default), replay, resume, watch and join it.
 
+The names below load on first use (``import wopdsl`` itself imports nothing heavy, so the
+``wop`` command starts fast); ``from wopdsl import Council`` works as always.
+
 Example:
     >>> import wopdsl
     >>> council = wopdsl.load("councils/release-team.toml")
@@ -11,9 +14,13 @@ Example:
     'completed'
 """
 
-from wopdsl.compile import CouncilGraph, compile
-from wopdsl.council import Council, load
-from wopdsl.engine import Engine, HumanInput, fork
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any, Final
+
 from wopdsl.errors import (
     DeclarationError,
     EventInvalid,
@@ -26,23 +33,72 @@ from wopdsl.errors import (
     ValidationError,
     WopError,
 )
-from wopdsl.model import (
-    CouncilSettings,
-    CouncilSpec,
-    MemberSpec,
-    Message,
-    Post,
-    Reply,
-    RoomSpec,
-    ScriptPost,
-    ScriptStep,
-    Turn,
-)
-from wopdsl.run import EventLog, Run, attach
-from wopdsl.state import CouncilState, RunStatus
-from wopdsl.store import EventStore, MemoryStore, RunInfo, SqliteStore, open_store
+
+if TYPE_CHECKING:
+    from wopdsl.compile import CouncilGraph, compile
+    from wopdsl.council import Council, load
+    from wopdsl.engine import Engine, HumanInput, fork
+    from wopdsl.model import (
+        CouncilSettings,
+        CouncilSpec,
+        MemberSpec,
+        Message,
+        Post,
+        Reply,
+        RoomSpec,
+        ScriptPost,
+        ScriptStep,
+        Turn,
+    )
+    from wopdsl.run import EventLog, Run, attach
+    from wopdsl.state import CouncilState, RunStatus
+    from wopdsl.store import EventStore, MemoryStore, RunInfo, SqliteStore, open_store
 
 __version__ = "0.1.0"
+
+_LAZY: Final[dict[str, str]] = {
+    "CouncilGraph": "wopdsl.compile", "compile": "wopdsl.compile",
+    "Council": "wopdsl.council", "load": "wopdsl.council",
+    "Engine": "wopdsl.engine", "HumanInput": "wopdsl.engine", "fork": "wopdsl.engine",
+    **dict.fromkeys(("CouncilSettings", "CouncilSpec", "MemberSpec", "Message", "Post",
+                     "Reply", "RoomSpec", "ScriptPost", "ScriptStep", "Turn"), "wopdsl.model"),
+    "EventLog": "wopdsl.run", "Run": "wopdsl.run", "attach": "wopdsl.run",
+    "CouncilState": "wopdsl.state", "RunStatus": "wopdsl.state",
+    **dict.fromkeys(("EventStore", "MemoryStore", "RunInfo", "SqliteStore", "open_store"),
+                    "wopdsl.store"),
+}
+"""Each lazily loaded public name and the module it comes from."""
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wopdsl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, lazy ones included."""
+    return sorted({*globals(), *_LAZY})
+
+
+class _Api(types.ModuleType):
+    """The module type of ``wopdsl``: it keeps the function ``wopdsl.compile``.
+
+    Importing a submodule sets it on its parent, so loading ``wopdsl.compile.graph`` would
+    otherwise replace the function with the subpackage of the same name.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "compile" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Api
 
 __all__ = [
     "Council",

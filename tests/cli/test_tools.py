@@ -179,8 +179,8 @@ def test_fork_checks_its_arguments(wop: Wop, release_team: Path) -> None:
 
 
 def test_internal_errors_hide_the_traceback_unless_debug(tmp_path: Path) -> None:
-    code = ("import wopdsl.cli._commands as c\n"
-            "c.council_json_schema = lambda: 1 / 0\n"
+    code = ("import wopdsl.declare as d\n"  # `wop schema` reads it from here when it runs
+            "d.council_json_schema = lambda: 1 / 0\n"
             "from wopdsl.cli import main\nimport sys\nraise SystemExit(main(sys.argv[1:]))\n")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:

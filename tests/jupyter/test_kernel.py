@@ -9,7 +9,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.jupyter.conftest import RunNotebook
-from tests.jupyter.helpers import displays, live_view, stdout
+from tests.jupyter.helpers import displays, live_view, result, stdout
 
 pytestmark = pytest.mark.slow
 
@@ -118,3 +118,33 @@ def test_live_view_and_reply_box(run_notebook: RunNotebook, tmp_path: Path) -> N
     assert 'data-status="completed"' in fallback_html
     assert "done: ok @writer" in fallback_html
     assert stdout(nb, "fallback-wait") == "completed\n"
+
+
+FAILING = '''
+from wopdsl import Council
+
+council = Council("breaks", task="Try.")
+council.room("desk", members=["writer"])
+
+
+@council.member(role="writer")
+def writer(turn):
+    raise ValueError("no <draft> today")
+
+
+run = await council.arun(store="memory:")
+run
+'''
+
+
+def test_a_failed_handlers_traceback_opens_on_demand(run_notebook: RunNotebook,
+                                                     tmp_path: Path) -> None:
+    nb = new_notebook(cells=[new_code_cell(FAILING.strip("\n"), id="failing")])
+    nb = run_notebook(nb, tmp_path)
+    shown = result(nb, "failing", "text/html")
+    assert 'data-status="failed"' in shown
+    start = shown.index('<details class="wop-traceback" data-member="writer"')
+    block = shown[start:shown.index("</details>", start)]
+    assert "Traceback (most recent call last):" in block
+    assert "raise ValueError(&quot;no &lt;draft&gt; today&quot;)" in block
+    assert "ValueError: no &lt;draft&gt; today" in block

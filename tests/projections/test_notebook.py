@@ -91,6 +91,20 @@ async def test_failed_run_shows_the_error_code(make_council: MakeCouncil, db_pat
     assert "&lt;unavailable&gt;" in html
     assert 'data-member="broken" data-state="failed"' in html
     assert "> **error\\[TEAM\\_NODE\\_FAILED\\]**: " in run_markdown(run)
+    # The handler's traceback, recorded in node.failed.error.details, opens on demand.
+    start = html.index('<details class="wop-traceback" data-member="broken"')
+    block = html[start:html.index("</details>", start)]
+    assert "<summary" in block and "traceback of <b>broken</b> (error[TEAM_NODE_FAILED])" in block
+    assert "<details open" not in html  # collapsed until clicked
+    assert "Traceback (most recent call last):" in block
+    assert 'raise RuntimeError(&quot;model &lt;unavailable&gt;&quot;)' in block
+    assert "RuntimeError: model &lt;unavailable&gt;" in block
+    assert "<unavailable>" not in html
+
+
+async def test_no_traceback_block_without_a_failure(db_path: Path) -> None:
+    run = await wopdsl.load(REPO / "councils" / "release-team.toml").arun(store=db_path)
+    assert "wop-traceback" not in run_html(run)
 
 
 async def test_waiting_run_names_who_it_waits_for(make_council: MakeCouncil,

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("textual")
 
-from textual.widgets import Log
+from textual.widgets import Log, Static
 from wopdsl_tui import CouncilApp
-from wopdsl_tui.widgets import Composer, Notice, Roster, StatusLine
+from wopdsl_tui.widgets import Composer, ErrorDetails, Notice, Roster, StatusLine
 
 import wopdsl
 from tests.conftest import build_council
@@ -210,3 +210,39 @@ async def test_a_council_without_rooms(db_path: Path) -> None:
         await settle(pilot, finished(app))
         assert app.active_room is None
         assert text_of(app.query_one(Roster)).splitlines()[0].split() == ["solo", "done"]
+
+
+async def test_the_error_details_show_a_failed_handlers_traceback(db_path: Path) -> None:
+    def broken(turn: wopdsl.Turn) -> wopdsl.Reply:
+        raise RuntimeError("no draft \x1b[2Jtoday")
+
+    app = CouncilApp(build_council({"writer": broken}), store=db_path, deterministic=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, finished(app, "failed"))
+        details = app.query_one(ErrorDetails)
+        assert not details.display
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert details.display
+        shown = str(details.query_one("#error-text", Static).render())
+        lines = shown.splitlines()
+        assert lines[0] == "writer: error[TEAM_NODE_FAILED]: writer raised RuntimeError: no " \
+                           "draft \\x1b[2Jtoday"
+        assert lines[1] == "Traceback (most recent call last):"
+        assert 'raise RuntimeError("no draft \\x1b[2Jtoday")' in shown
+        end = lines.index("RuntimeError: no draft \\x1b[2Jtoday")
+        # Then the run's own failure, which records no traceback.
+        assert lines[end + 1] == ""
+        assert lines[end + 2].startswith("writer: error[TEAM_NODE_FAILED]: member writer failed")
+        assert "\x1b" not in shown  # Escaped: the handler's text never acts on the terminal.
+        await pilot.press("ctrl+e")
+        assert not details.display
+
+
+async def test_the_errors_key_is_offered_only_after_a_failure(db_path: Path) -> None:
+    app = CouncilApp(wopdsl.load(RELEASE_TEAM), store=db_path, deterministic=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, finished(app))
+        assert app.check_action("toggle_errors", ()) is False
+        await pilot.press("ctrl+e")
+        assert not app.query_one(ErrorDetails).display

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import json
 from typing import Any
@@ -21,7 +20,6 @@ from wopdsl.cli._output import (
     run_json,
 )
 from wopdsl.cli._targets import Context, import_council, load_council
-from wopdsl.declare import council_json_schema
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.capabilities import capabilities
@@ -76,12 +74,12 @@ def _json_line(event: RunEventDoc) -> str:
 def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
     """``wop events RUN [--follow]``: the events as JSON Lines, in sequence order."""
     store = ctx.require_run(args.run, read_only=True)
-    state = CouncilState()
-    for event in store.read(args.run):
-        state.apply(event)
+    events = store.read(args.run)
+    for event in events:
         print(_json_line(event), file=ctx.out)
     ctx.out.flush()
-    if not args.follow or state.terminal is not None:
+    # No fold needed to print (so no models load): a run's end is its terminal event.
+    if not args.follow or any(event["type"] in TERMINAL_EVENTS for event in events):
         return EXIT_OK
 
     async def follow(after: int) -> None:
@@ -91,7 +89,9 @@ def cmd_events(ctx: Context, args: argparse.Namespace) -> int:
                     event["sequence"] >= store.last_sequence(args.run):
                 return
 
-    asyncio.run(follow(state.last_sequence))
+    import asyncio  # Only --follow needs a loop.
+
+    asyncio.run(follow(events[-1]["sequence"] if events else -1))
     return EXIT_OK
 
 
@@ -244,6 +244,8 @@ def cmd_export(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_schema(ctx: Context, args: argparse.Namespace) -> int:
     """``wop schema``: the JSON Schema of the council file format."""
+    from wopdsl.declare import council_json_schema
+
     print_json(council_json_schema(), ctx.out)
     return EXIT_OK
 

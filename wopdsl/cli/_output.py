@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from wopdsl import (
-    CouncilState,
     DeclarationError,
-    EventStore,
     RunFailed,
     RunNotFound,
     StoreError,
@@ -18,9 +16,12 @@ from wopdsl import (
     WopError,
 )
 from wopdsl.errors import CODES
-from wopdsl.projections import escape, format_line
+from wopdsl.projections import escape
 from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.payloads import posted_turn, turn_sender
+
+if TYPE_CHECKING:
+    from wopdsl import CouncilState, EventStore
 
 EXIT_OK: Final = 0
 """Completed (or a command that succeeded)."""
@@ -90,6 +91,8 @@ def terminal_safe(text: str) -> str:
 
 def message_line(event: RunEventDoc) -> str:
     """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``."""
+    from wopdsl.projections import format_line
+
     turn = posted_turn(event) or event["payload"]["turn"]
     content = turn.get("content") or {}
     if not isinstance(content, dict):

@@ -3,14 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
-from wopdsl.cli import _commands, _drive
 from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+
+
+class _Commands:
+    """A command module, imported when one of its commands runs.
+
+    Not when the parser is built: ``wop --help`` and the read-only commands start fast.
+    """
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Command:
+        module = self._module
+
+        def command(*args: Any, **kwargs: Any) -> int:
+            func: Command = getattr(importlib.import_module(module), name)
+            return func(*args, **kwargs)
+
+        command.__name__ = command.__qualname__ = name
+        return command
+
+
+_commands = _Commands("wopdsl.cli._commands")
+_drive = _Commands("wopdsl.cli._drive")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store

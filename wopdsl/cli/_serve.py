@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wopdsl import Council, DeclarationError, ValidationError, load
+from wopdsl import DeclarationError, ValidationError
 from wopdsl.cli._output import CommandError
 from wopdsl.cli._targets import Context, is_module_reference, load_council
+
+if TYPE_CHECKING:
+    from wopdsl import Council
 
 DEFAULT_COUNCILS = "councils"
 
@@ -56,6 +58,8 @@ def discover(paths: list[str]) -> list[Council]:
         CommandError: nothing to serve, or two councils share an id.
         DeclarationError: a council file is invalid.
     """
+    from wopdsl import load
+
     targets: list[str] = []
     for given in paths or [DEFAULT_COUNCILS]:
         path = Path(given)
@@ -109,6 +113,8 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     councils = discover(args.paths)
     store = ctx.store()
     app = create_app(store, councils, tokens=tokens, limits=limits)
+    import logging
+
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
                         "%(message)s")
     names = ", ".join(c.id for c in councils)

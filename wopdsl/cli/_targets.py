@@ -8,19 +8,14 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from wopdsl import (
-    Council,
-    CouncilSpec,
-    CouncilState,
-    DeclarationError,
-    EventStore,
-    load,
-    open_store,
-)
+from wopdsl import DeclarationError
 from wopdsl.errors import Problem
-from wopdsl.store import describe_target, is_memory, require_run, store_target
+from wopdsl.store import describe_target, is_memory, open_store, require_run, store_target
+
+if TYPE_CHECKING:
+    from wopdsl import Council, EventStore
 
 
 @dataclass
@@ -104,6 +99,8 @@ def load_council(target: str) -> Council:
     Raises:
         DeclarationError: the file is invalid, or the module or attribute can't be used.
     """
+    from wopdsl import load
+
     if is_module_reference(target):
         return import_council(target)
     return load(target)
@@ -116,6 +113,8 @@ def import_council(reference: str) -> Council:
         DeclarationError: not ``MODULE:ATTR``, not importable, no such attribute, or not a
             :class:`~wopdsl.Council`.
     """
+    from wopdsl import Council
+
     module_name, sep, attr = reference.partition(":")
     if not sep or not module_name or not attr:
         raise _reference_error(reference, "expected MODULE:ATTR",
@@ -155,6 +154,8 @@ def _reference_error(reference: str, message: str, hint: str) -> DeclarationErro
 
 def council_of_run(store: EventStore, run_id: str) -> Council:
     """Rebuild the council of a stored run from its ``run.started`` event."""
+    from wopdsl import Council, CouncilSpec, CouncilState
+
     state = CouncilState.fold(store.read(run_id, -1)[:1])
     return Council.from_spec(CouncilSpec.model_validate(state.council),
                              source=state.metadata.get("source"))
@@ -166,6 +167,8 @@ def check_same_council(council: Council, store: EventStore, run_id: str) -> None
     Raises:
         DeclarationError: the digests differ.
     """
+    from wopdsl import CouncilState
+
     state = CouncilState.fold(store.read(run_id, -1)[:1])
     logged = state.metadata.get("councilDigest")
     actual = council.spec.digest()

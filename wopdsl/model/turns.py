@@ -6,6 +6,9 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictStr
 
+# ``defer_build``: each model's validator is built on its first use, not at import, so reading
+# a log (``wop transcript`` folds saved messages) does not pay for building four of them.
+
 __all__ = ["Message", "Post", "Reply", "Turn"]
 
 
@@ -13,7 +16,8 @@ class Post(BaseModel):
     """A post in a turn result: ``{roomId, text, mentions}`` on the wire."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True,
+        defer_build=True,
     )
 
     room: StrictStr = Field(
@@ -36,7 +40,8 @@ class Reply(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True
+        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True,
+        defer_build=True,
     )
 
     summary: StrictStr
@@ -61,7 +66,8 @@ class Reply(BaseModel):
 class Message(BaseModel):
     """A saved message: ``{id, roomId, sender, text, mentions, position}``."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, populate_by_name=True, use_attribute_docstrings=True,
+                              defer_build=True)
 
     id: str
     """``team/{sender}/{position}/{postIndex}``."""
@@ -93,7 +99,7 @@ class Message(BaseModel):
 class Turn(BaseModel):
     """The input of one member turn, as handlers and script templates see it."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True, defer_build=True)
 
     task: str
     """The council task."""

@@ -25,8 +25,8 @@ from wopdsl.model.mentions import MENTION_RE
 from wopdsl.model.turns import Message
 from wopdsl.state import CouncilState
 
-__all__ = ["MemberRow", "MessageRow", "RoomSection", "RunView", "run_html", "run_markdown",
-           "run_view", "view_html", "view_markdown"]
+__all__ = ["FailureRow", "MemberRow", "MessageRow", "RoomSection", "RunView", "run_html",
+           "run_markdown", "run_view", "view_html", "view_markdown"]
 
 
 class HasState(Protocol):
@@ -84,6 +84,20 @@ class MemberRow:
     """Model tokens (and cost) of an ``llm`` member, e.g. ``880 tokens · $0.0012``."""
 
 
+@dataclass(frozen=True, slots=True)
+class FailureRow:
+    """A member whose last turn failed, with what its handler raised (if recorded)."""
+
+    member: str
+    """The member id."""
+    code: str
+    """The error code, e.g. ``TEAM_NODE_FAILED``."""
+    message: str
+    """What happened."""
+    traceback: str | None
+    """The handler's traceback (``node.failed.error.details.exception``), if recorded."""
+
+
 MessageRow = Message
 """One saved message of a room (``id``, ``sender``, ``text``, ``mentions``)."""
 
@@ -126,6 +140,8 @@ class RunView:
     """``{code, message}`` when the run failed."""
     usage: str | None = None
     """The run's model tokens (and cost) in total, when models were called."""
+    failures: tuple[FailureRow, ...] = ()
+    """Members whose last turn failed, in declaration order."""
 
 
 def run_view(run: Source, *, tail: int | None = None) -> RunView:
@@ -165,7 +181,23 @@ def run_view(run: Source, *, tail: int | None = None) -> RunView:
         events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
         waiting_for=tuple(state.waiting_for),
         error=dict(state.error) if state.error and status == "failed" else None,
-        usage=state.usage.total.label() if state.usage.total.calls else None)
+        usage=state.usage.total.label() if state.usage.total.calls else None,
+        failures=tuple(_failures(state)))
+
+
+def _failures(state: CouncilState) -> list[FailureRow]:
+    rows = []
+    for member_id, member in state.members.items():
+        error = member.error if member.failed else None
+        if not error:
+            continue
+        details = error.get("details")
+        exception = details.get("exception") if isinstance(details, dict) else None
+        trace = exception.get("traceback") if isinstance(exception, dict) else None
+        rows.append(FailureRow(member_id, str(error.get("code", "UNKNOWN")),
+                               str(error.get("message", "")),
+                               str(trace) if trace else None))
+    return rows
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -209,6 +241,7 @@ def view_html(view: RunView) -> str:
         message = e(str(view.error.get("message", "run failed")))
         out.append('<div class="wop-error" style="color:#b91c1c;font-weight:600;'
                    f'white-space:pre-wrap">error[{code}]: {message}</div>')
+    out += [_traceback_html(f) for f in view.failures if f.traceback]
     if view.status == "waiting-input" and view.waiting_for:
         names = ", ".join(f"<b>{e(m)}</b>" for m in view.waiting_for)
         out.append(f'<div class="wop-waiting" style="color:#b45309">waiting for input from '
@@ -218,6 +251,16 @@ def view_html(view: RunView) -> str:
         out.append(_room_html(room))
     out.append("</div>")
     return "\n".join(out)
+
+
+def _traceback_html(failure: FailureRow) -> str:
+    """A collapsed ``<details>`` with a failed handler's traceback (opened on demand)."""
+    e = html.escape
+    return (f'<details class="wop-traceback" data-member="{e(failure.member)}" '
+            'style="margin:2px 0"><summary style="cursor:pointer;color:#b91c1c">traceback of '
+            f"<b>{e(failure.member)}</b> (error[{e(failure.code)}])</summary>"
+            '<pre style="white-space:pre-wrap;font-size:12px;margin:2px 0 2px 12px">'
+            f"{e(failure.traceback or '')}</pre></details>")
 
 
 def _roster_html(roster: tuple[MemberRow, ...], *, usage: bool = False) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -89,6 +88,8 @@ def write_room_files(events: Iterable[RunEventDoc], out_dir: str | Path) -> dict
 
 
 def _replace_atomically(path: Path, body: str) -> None:
+    import secrets  # Here: only writing room files needs it.
+
     # Like any file the user writes: 0666 less the umask (mkstemp would make it 0600).
     while True:
         temp = str(path.parent / f".room-{secrets.token_hex(8)}.tmp")

@@ -1,13 +1,18 @@
-"""The OpenWOP v1 ``RunEventDoc`` envelope: a TypedDict for the hot path, a model for reading."""
+"""The OpenWOP v1 ``RunEventDoc`` envelope: a TypedDict for the hot path, a model for reading.
+
+The model (:class:`~wopdsl.protocol.event_model.RunEvent`) is built only when a record is
+checked, so reading a log (``wop runs``, ``wop events``) does not load pydantic for it.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Final, NotRequired, TypedDict
-
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
 
 from wopdsl.errors import EventInvalid
+
+if TYPE_CHECKING:
+    from wopdsl.protocol.event_model import RunEvent
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -49,31 +54,6 @@ class RunEventDoc(TypedDict):
     """The ``eventId`` of the event that caused this one."""
 
 
-class RunEvent(BaseModel):
-    """A validated ``RunEventDoc`` (used when reading untrusted records)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    eventId: StrictStr = Field(min_length=1, max_length=128)
-    """Unique id of the event."""
-    runId: StrictStr = Field(min_length=1, max_length=128)
-    """The run it belongs to."""
-    type: StrictStr = Field(min_length=1)
-    """Dotted event type."""
-    payload: dict[str, Any]
-    """Type-specific payload."""
-    timestamp: StrictStr
-    """ISO 8601 time."""
-    sequence: StrictInt = Field(ge=0)
-    """Per-run sequence."""
-    nodeId: StrictStr | None = Field(default=None, min_length=1, max_length=128)
-    """Node the event is scoped to."""
-    schemaVersion: StrictInt | None = Field(default=None, ge=0)
-    """Per-event schema version."""
-    causationId: StrictStr | None = Field(default=None, min_length=1, max_length=128)
-    """Event that caused this one."""
-
-
 def check_event(raw: object, *, where: str = "event") -> RunEventDoc:
     """Validate a raw record as a ``RunEventDoc`` wopdsl can fold.
 
@@ -88,6 +68,8 @@ def check_event(raw: object, *, where: str = "event") -> RunEventDoc:
         EventInvalid: when the record is malformed or has an unsupported ``schemaVersion``.
     """
     from pydantic import ValidationError as PydanticValidationError
+
+    from wopdsl.protocol.event_model import RunEvent
 
     try:
         event = RunEvent.model_validate(raw)
@@ -106,3 +88,12 @@ def check_event(raw: object, *, where: str = "event") -> RunEventDoc:
         )
     assert isinstance(raw, dict)
     return raw  # type: ignore[return-value]
+
+
+def __getattr__(name: str) -> Any:
+    """``RunEvent`` loads on first use (PEP 562): it is a pydantic model."""
+    if name == "RunEvent":
+        from wopdsl.protocol.event_model import RunEvent
+
+        return RunEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

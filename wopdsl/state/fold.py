@@ -5,11 +5,10 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl._ids import parse_iso_ms
 from wopdsl.model.construct import new_message
-from wopdsl.model.turns import Message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
 from wopdsl.state.records import (
@@ -22,6 +21,9 @@ from wopdsl.state.records import (
     status_of_event,
 )
 from wopdsl.state.usage import RunUsage
+
+if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
+    from wopdsl.model.turns import Message
 
 __all__ = [
     "TERMINAL",

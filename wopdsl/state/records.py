@@ -7,9 +7,10 @@ behaviour beyond a few derived flags), so the fold stays a linear pass over the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from wopdsl.model.turns import Message
+if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
+    from wopdsl.model.turns import Message
 
 __all__ = [
     "TERMINAL",

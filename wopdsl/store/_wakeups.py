@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Waiters", "waiters_for"]
 

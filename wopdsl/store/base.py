@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 from abc import ABC, abstractmethod
@@ -117,6 +116,8 @@ class EventStore(ABC):
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
         """Wait until the run may have events after ``after`` (default: one poll interval)."""
+        import asyncio  # Here, not at import: asyncio is loaded once a loop runs.
+
         await asyncio.sleep(self.poll_interval)
 
     def check_expected(self, run_id: str, events: Sequence[RunEventDoc], expected: int) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from wopdsl.errors import EventInvalid, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.store.base import EventStore, RunInfo
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["MemoryStore"]
 
@@ -82,6 +85,8 @@ class MemoryStore(EventStore):
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
         """Wait for the next append (or a poll interval, whichever is first)."""
+        import asyncio  # Here, not at import: asyncio is loaded once a loop runs.
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._waiters.append((loop, future))

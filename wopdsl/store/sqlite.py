@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
@@ -18,6 +17,9 @@ from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._wakeups import waiters_for
 from wopdsl.store.base import EventStore, RunInfo
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["SqliteStore"]
 
@@ -269,6 +271,8 @@ class SqliteStore(EventStore):
         Appends through any ``SqliteStore`` of this process wake the waiter at once; appends
         by other processes are seen by a cheap poll every :attr:`poll_interval` seconds.
         """
+        import asyncio  # Here, not at import: asyncio is loaded once a loop runs.
+
         loop = asyncio.get_running_loop()
         while True:
             future: asyncio.Future[None] = loop.create_future()
