@@ -2,8 +2,8 @@
 
 Usage::
 
-    python3 bench/ab.py --base REV [--new REV] [--rounds R] [--repeat K] [--members 3] [--turns 2000]
-                        [--engines script,python] [--json out.json]
+    python3 bench/ab.py --base REV [--new REV] [--rounds R] [--repeat K] [--members 3]
+                        [--turns 2000] [--engines script,python] [--json out.json]
 
 ``--base`` (and ``--new``, default: this working tree) is checked out into a temporary git
 worktree. Each round runs, for each engine, one
@@ -32,7 +32,8 @@ ROOT = HERE.parent
 CHILD = r"""
 import json, statistics, sys, tempfile
 from pathlib import Path
-tree, engine, n, turns, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+tree, engine = sys.argv[1], sys.argv[2]
+n, turns, repeat = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 sys.path[:0] = [tree, tree + "/bench"]
 import wopdsl
 assert Path(wopdsl.__file__).resolve().is_relative_to(Path(tree).resolve()), wopdsl.__file__
@@ -95,7 +96,8 @@ def main() -> int:
             for tree in {base, new} - {ROOT}:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                                 str(tree)], check=False, capture_output=True)
-    report: dict[str, Any] = {"base": args.base, "new": args.new or "working tree", "members": args.members, "turns": args.turns,
+    report: dict[str, Any] = {"base": args.base, "new": args.new or "working tree",
+                              "members": args.members, "turns": args.turns,
                               "rounds": args.rounds, "repeat": args.repeat, "engines": {}}
     print(f"W({args.members}, {args.turns}), {args.rounds} alternating rounds × {args.repeat}"
           f" runs; base = {args.base}, new = {args.new or 'working tree'}")

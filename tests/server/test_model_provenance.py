@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 openwop_client = pytest.importorskip("openwop_client", reason="needs openwop-client (dev)")
-from openwop_client import CreateRunRequest, OpenwopClient  # noqa: E402
+from openwop_client import CreateRunRequest, ForkRunRequest, OpenwopClient  # noqa: E402
 
 from tests.llm.conftest import KEY, KEY_ENV, llm_council  # noqa: E402
 from tests.openwop_schemas import load_schemas  # noqa: E402
@@ -44,7 +44,16 @@ def test_llm_host_advertises_and_stamps_provenance(serve: Any, tmp_path: Path) -
         created = client.runs_create(CreateRunRequest(workflowId="llm-team"))
         served.wait_status(created.runId, "completed")
         status, page, _ = served.request("GET", f"/v1/runs/{created.runId}/events")
-    assert status == 200, page
+        assert status == 200, page
+        # A fork reads the provenance verbatim: the copied turn keeps it, nothing re-resolves.
+        model.default = Answer({"summary": "Nothing more.", "posts": []})
+        calls = len(model.requests)
+        cut = next(e["sequence"] for e in page["events"]
+                   if e["type"] == "conversation.exchanged") + 1
+        forked = client.runs_fork(created.runId, ForkRunRequest(fromSeq=cut, mode="branch"))
+        served.wait_status(forked.runId, "completed")
+        assert [r.member for r in model.requests[calls:]] == ["critic"]  # Only the new turn.
+        status, fork_page, _ = served.request("GET", f"/v1/runs/{forked.runId}/events")
     events = page["events"]
     load_schemas().check_events(events)
     turns = [e["payload"]["turn"] for e in events if e["type"] == "conversation.exchanged"]
@@ -53,6 +62,11 @@ def test_llm_host_advertises_and_stamps_provenance(serve: Any, tmp_path: Path) -
     assert [t["agent"] for t in turns] == [{"model": {"provider": "acme",
                                                       "model": "test-model"}}] * 2
     assert KEY not in served.logs() and KEY not in str(page)
+    assert status == 200, fork_page
+    load_schemas().check_events(fork_page["events"])
+    copied = [e["payload"]["turn"] for e in fork_page["events"]
+              if e["type"] == "conversation.exchanged"]
+    assert copied[0] == turns[0]  # The writer's turn, copied as it was.
 
 
 def test_a_host_without_llm_members_does_not_advertise_it(serve: Any) -> None:
