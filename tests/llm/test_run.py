@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -247,3 +248,19 @@ async def test_max_concurrency_bounds_calls_in_flight(server: ScriptedModelServe
     assert run.status == "completed"
     arrivals = sorted(r.at for r in server.requests)
     assert all(b - a >= 0.25 for a, b in itertools.pairwise(arrivals))
+
+
+async def test_a_burst_of_connections_is_not_held_back(server: ScriptedModelServer) -> None:
+    """The scripted server takes 16 connections at once (no SYN dropped and retried 1 s later)."""
+    from openai import AsyncOpenAI
+
+    server.default = Answer({"summary": "done"}, delay_s=0.2)
+    clients = [AsyncOpenAI(base_url=server.url, api_key=KEY, max_retries=0) for _ in range(16)]
+    started = time.monotonic()
+    await asyncio.gather(*(c.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}]) for c in clients))
+    took = time.monotonic() - started
+    for client in clients:
+        await client.close()
+    assert len(server.requests) == 16
+    assert took < 0.9, f"16 calls of 0.2 s took {took:.2f} s: connections were held back"

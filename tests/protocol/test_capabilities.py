@@ -32,3 +32,9 @@ def test_required_v1_keys_and_consistency() -> None:
 def test_a_multi_party_host_allows_at_least_two(bad: int) -> None:
     with pytest.raises(ValueError, match="maxParticipants must be an integer >= 2"):
         capabilities(bad)
+
+
+def test_model_provenance_is_advertised_only_when_asked() -> None:
+    assert "conversationTurnModelProvenance" not in capabilities()
+    doc = capabilities(model_provenance=True)
+    assert doc["conversationTurnModelProvenance"] == {"supported": True}

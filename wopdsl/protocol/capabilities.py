@@ -13,6 +13,9 @@ The document advertises only what the embedded engine really does (OpenWOP capab
 - ``conversationPrimitive``: rooms are RFC 0005 conversations.
 - ``multiPartyConversation``: rooms are multi-party (RFC 0101) with a roster limit that a host
   sets per run (``wop run --max-participants``).
+- ``conversationTurnModelProvenance`` (RFC 0109, ``{supported: true}``): only for a host whose
+  councils have ``llm`` members, whose agent turns carry ``agent.model {provider, model}``
+  (a host that stamps it MUST advertise it; one that never does leaves the block out).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def capabilities(
     max_participants: int = DEFAULT_MAX_PARTICIPANTS,
     *,
     implementation: dict[str, str] | None = None,
+    model_provenance: bool = False,
 ) -> dict[str, Any]:
     """Return the discovery document of a host that runs councils.
 
@@ -54,12 +58,16 @@ def capabilities(
         max_participants: Most agent participants the host allows in one room (at least 2,
             as RFC 0101 requires of a multi-party host).
         implementation: Optional ``{name, version, vendor}`` identifying the host.
+        model_provenance: Whether the host's agent turns can carry RFC 0109 model
+            provenance (it serves a council with ``llm`` members); adds
+            ``conversationTurnModelProvenance: {supported: true}``.
 
     Returns:
         A fresh JSON-ready dict with the required v1 keys (``protocolVersion``,
         ``supportedEnvelopes``, ``schemaVersions``, ``limits``), the version list a 2.x
         client reads (``protocolVersions``, ``preferredVersion``), plus
-        ``conversationPrimitive`` and ``multiPartyConversation``.
+        ``conversationPrimitive`` and ``multiPartyConversation`` (and
+        ``conversationTurnModelProvenance`` with ``model_provenance``).
 
     Raises:
         ValueError: ``max_participants`` is below 2.
@@ -83,4 +91,6 @@ def capabilities(
         "conversationPrimitive": True,
         "multiPartyConversation": {"supported": True, "maxParticipants": max_participants},
     }
+    if model_provenance:
+        doc["conversationTurnModelProvenance"] = {"supported": True}
     return doc

@@ -58,7 +58,8 @@ class Api:
     def capabilities(self) -> dict[str, Any]:
         """The discovery document: ``wop capabilities`` plus what this host adds."""
         doc = capabilities(self.limits.max_participants,
-                           implementation={"name": "wopdsl", "version": __version__})
+                           implementation={"name": "wopdsl", "version": __version__},
+                           model_provenance=_has_llm_members(self.host))
         doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
         doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
@@ -283,3 +284,9 @@ def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
         doc["definition"] = spec.to_data()
         doc["digest"] = spec.digest()
     return doc
+
+
+def _has_llm_members(host: Host) -> bool:
+    """Whether a council served has ``llm`` members, whose agent turns carry RFC 0109 provenance."""
+    return any(member.engine == "llm"
+               for council in host.councils.values() for member in council.members)

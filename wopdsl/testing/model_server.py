@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -121,10 +122,12 @@ class ScriptedModelServer:
     Args:
         answers: Initial shared queue of answers.
         model_name: The ``model`` field of responses (default: the requested model).
+        tls: A server-side TLS context (certificate loaded): serve HTTPS, and ``url`` is an
+            ``https://`` address (its certificate must name ``127.0.0.1``).
     """
 
     def __init__(self, answers: list[Scripted] | None = None, *,
-                 model_name: str | None = None) -> None:
+                 model_name: str | None = None, tls: ssl.SSLContext | None = None) -> None:
         self._queues: dict[str | None, deque[Scripted]] = {None: deque(answers or [])}
         self.requests: list[CapturedRequest] = []
         """Every request received, in arrival order."""
@@ -135,6 +138,7 @@ class ScriptedModelServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        self._tls = tls
 
     # -- scripting -------------------------------------------------------------------------
 
@@ -156,7 +160,8 @@ class ScriptedModelServer:
     def url(self) -> str:
         """The API root to use as ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
         assert self._server is not None, "start the server first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}/v1"
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -167,8 +172,11 @@ class ScriptedModelServer:
         class Handler(_Handler):
             server_owner = owner
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = _Server(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
+        if self._tls is not None:  # The handshake runs in the request's thread, on first read.
+            server.socket = self._tls.wrap_socket(server.socket, server_side=True,
+                                                  do_handshake_on_connect=False)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="scripted-model",
                                         daemon=True)
@@ -192,6 +200,16 @@ class ScriptedModelServer:
         with self._lock:
             self._counter += 1
             return f"chatcmpl-scripted-{self._counter}"
+
+
+class _Server(ThreadingHTTPServer):
+    """The listening socket, with a backlog for a batch of concurrent calls.
+
+    socketserver's default backlog of 5 drops the SYNs of a larger burst, and their clients
+    retry a second later — a batch of eight would seem to take a second more than it does.
+    """
+
+    request_queue_size = 128
 
 
 class _Handler(BaseHTTPRequestHandler):

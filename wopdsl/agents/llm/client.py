@@ -28,22 +28,28 @@ _NO_KEY = "not-set"
 _MAX_RETRY_AFTER_S = 120.0
 
 
-@functools.cache
 def _tls_context() -> ssl.SSLContext:
-    """One TLS context per process, built as httpx builds its default one.
+    """The process's TLS context for the CA settings in effect, built as httpx builds its own.
 
     An ``AsyncOpenAI`` made without one loads the CA bundle again (about 20 ms), and a run
-    makes its clients afresh (they are closed when the run stops). ``SSL_CERT_FILE`` /
-    ``SSL_CERT_DIR`` are honoured, as httpx does; otherwise certifi's bundle, its default.
+    makes its clients afresh (they are closed when the run stops), so the context is built
+    once per ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` pair and reused. Those variables are
+    honoured, as httpx does (read at each call, so changing them takes effect for the next
+    client); otherwise certifi's bundle, httpx's default.
     """
-    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    return _context_for(os.environ.get("SSL_CERT_FILE") or None,
+                        os.environ.get("SSL_CERT_DIR") or None)
+
+
+@functools.cache
+def _context_for(cafile: str | None, capath: str | None) -> ssl.SSLContext:
     if not cafile and not capath:
         try:
             import certifi
         except ImportError:  # pragma: no cover - httpx depends on certifi
             return ssl.create_default_context()
         cafile = certifi.where()
-    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+    return ssl.create_default_context(cafile=cafile, capath=capath)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +212,11 @@ class ProfileClient:
         if isinstance(exc, openai.APITimeoutError):
             return CallFailure(f"{where}: the request timed out", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
+            untrusted = _cert_error(exc)
+            if untrusted is not None:  # Not retried: the certificate stays the same.
+                return CallFailure(f"{where}: the server's TLS certificate is not trusted "
+                                   f"({untrusted}); point SSL_CERT_FILE at the CA bundle "
+                                   "that signed it", retryable=False)
             cause = exc.__cause__ or exc.__context__
             reason = f" ({type(cause).__name__})" if cause is not None else ""
             return CallFailure(f"{where}: connection failed or dropped{reason}",
@@ -271,3 +282,15 @@ def _retry_after(headers: Any) -> float | None:
         except (TypeError, ValueError):
             return None
         return min(_MAX_RETRY_AFTER_S, max(0.0, parsed.timestamp() - time.time()))
+
+
+def _cert_error(exc: BaseException) -> str | None:
+    """The verification message of a certificate failure behind ``exc``, if that is its cause."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return current.verify_message or "certificate verify failed"
+        current = current.__cause__ or current.__context__
+    return None
