@@ -95,7 +95,7 @@ def test_llm_bench_runs_and_writes_json(tmp_path: Path) -> None:
     assert data["cost"]["turns"] == 20 and data["cost"]["floor_ms"] > 0
     assert data["overlap"]["batch"] == 4
     # No timing asserted; only that a batch overlapped at all (serial would be 4 × 200 ms).
-    assert data["overlap"]["wall_ms"] < data["overlap"]["serial_ms"]
+    assert data["overlap"]["batch_ms"] < data["overlap"]["serial_ms"]
 
 
 def test_ab_compares_two_revisions_alternately(tmp_path: Path) -> None:
