@@ -96,6 +96,8 @@ def test_llm_bench_runs_and_writes_json(tmp_path: Path) -> None:
     assert data["overlap"]["batch"] == 4
     # No timing asserted; only that a batch overlapped at all (serial would be 4 × 200 ms).
     assert data["overlap"]["batch_ms"] < data["overlap"]["serial_ms"]
+    assert len(data["overlap"]["per_round"]) == data["overlap"]["rounds"] == 2
+    assert data["overlap"]["over_floor"] > 0 and data["overlap"]["bare_batch_ms"] > 0
 
 
 def test_ab_compares_two_revisions_alternately(tmp_path: Path) -> None:

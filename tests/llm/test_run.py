@@ -95,6 +95,28 @@ async def test_request_carries_the_member_schema_and_settings(server: ScriptedMo
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
 
 
+async def test_system_prompt_follows_what_it_reads(server: ScriptedModelServer,
+                                                   tmp_path: Path) -> None:
+    """A system prompt reading only steady names is the same at every turn; one reading the
+    turn number is rendered again at every turn (the render of a steady one is reused)."""
+    for n in (1, 2):
+        server.add(Answer(post(f"w{n}", "desk", "again", "critic")), member="writer")
+        server.add(Answer(post(f"c{n}", "desk", "back", "writer")), member="critic")
+    server.add(Answer({"summary": "done", "posts": []}), member="writer")
+    council = llm_council(members={
+        "writer": {"system_prompt": "member id: {{ member }}\nturn {{ turn }}"},
+        "critic": {"initial_turn": False}}, max_turns_per_member=3)
+    run, _ = await run_it(council, tmp_path / "runs.db")
+    assert run.status == "completed", run.error
+    systems: dict[str, list[str]] = {}
+    for request in server.requests:
+        systems.setdefault(request.member or "", []).append(
+            request.body["messages"][0]["content"])
+    assert systems["writer"] == [f"member id: writer\nturn {n}" for n in (1, 2, 3)]
+    assert len(systems["critic"]) == 2 and len(set(systems["critic"])) == 1
+    assert systems["critic"][0].startswith("You are critic, the critic in a council")
+
+
 async def test_plain_json_mode_without_streaming(server: ScriptedModelServer,
                                                  tmp_path: Path) -> None:
     server.add(Answer({"summary": "ok"}, usage=None))

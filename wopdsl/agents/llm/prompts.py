@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wopdsl.agents.base import turn_context
-from wopdsl.agents.templates import Renderer, compile_template
+from wopdsl.agents.templates import Renderer, compile_template, compile_with_names
 from wopdsl.model.turns import Turn
 
 __all__ = [
@@ -64,6 +64,10 @@ This is your turn {{ turn }}.
 """The default turn (user message) template (``turn_prompt`` replaces it)."""
 
 _DEFAULT_REFS = ("prompt:wopdsl.member.system@1.0.0", "prompt:wopdsl.member.turn@1.0.0")
+
+# What stays the same through a member's turns: a system template reading only these is
+# rendered once per member and text, not at every turn.
+_STEADY = frozenset({"task", "member", "role", "brief", "rooms"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +128,10 @@ class PromptTemplates:
     def __init__(self, member: str, rooms: tuple[RoomView, ...], *,
                  system_prompt: str | None = None, turn_prompt: str | None = None) -> None:
         self.rooms = rooms
-        self._system: Renderer = compile_template(system_prompt or DEFAULT_SYSTEM_PROMPT)
+        self._system: Renderer
+        self._system, names = compile_with_names(system_prompt or DEFAULT_SYSTEM_PROMPT)
+        self._steady_system = names <= _STEADY
+        self._rendered: tuple[tuple[Any, ...], str] | None = None
         self._turn: Renderer = compile_template(turn_prompt or DEFAULT_TURN_PROMPT)
         slug = re.sub(r"[^a-z0-9._-]", "-", member.lower()) or "member"
         self.refs = (
@@ -140,8 +147,16 @@ class PromptTemplates:
         """
         context = turn_context(turn)
         context["rooms"] = [room.to_data() for room in self.rooms]
-        return ComposedPrompt(self._system(context).strip(), self._turn(context).strip(),
+        return ComposedPrompt(self._system_text(context), self._turn(context).strip(),
                               self.refs, context)
+
+    def _system_text(self, context: dict[str, Any]) -> str:
+        if not self._steady_system:
+            return self._system(context).strip()
+        key = (context["task"], context["member"], context["role"], context["brief"])
+        if self._rendered is None or self._rendered[0] != key:
+            self._rendered = (key, self._system(context).strip())
+        return self._rendered[1]
 
 
 def _sha(text: str) -> str:
