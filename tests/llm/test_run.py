@@ -75,6 +75,24 @@ async def test_valid_answers_complete_the_run(server: ScriptedModelServer, tmp_p
     assert chunks[-1].get("isLast") is True
 
 
+async def test_streamed_text_is_committed_at_most_every_interval(
+        server: ScriptedModelServer, tmp_path: Path) -> None:
+    """A fast answer's text goes out as one chunk; a slow stream's as it arrives, in order."""
+    fast = Answer(post("Quick."), chunks=8)
+    slow = Answer(post("Slow.", "desk", "at length", "critic"), chunks=4, chunk_delay_s=0.08)
+    server.add(slow, member="writer")
+    server.add(fast, member="critic")
+    run, events = await run_it(llm_council(), tmp_path / "runs.db")
+    assert run.status == "completed", run.error
+    by_member: dict[str, list[dict[str, Any]]] = {}
+    for chunk in payloads(events, "output.chunk"):
+        by_member.setdefault(chunk["nodeId"], []).append(chunk)
+    assert [(c["chunk"], c.get("isLast")) for c in by_member["critic"]] == [(fast.text, True)]
+    writer = by_member["writer"]
+    assert len(writer) >= 3 and writer[-1].get("isLast") is True
+    assert "".join(c["chunk"] for c in writer) == slow.text
+
+
 async def test_request_carries_the_member_schema_and_settings(server: ScriptedModelServer,
                                                               tmp_path: Path) -> None:
     server.add(Answer({"summary": "ok", "posts": []}))

@@ -25,7 +25,8 @@ from wopdsl.state import Inflight
 __all__ = ["CHUNK_INTERVAL_S", "LiveRecords", "Recorder"]
 
 CHUNK_INTERVAL_S: Final = 0.05
-"""Streamed text is committed at most this often per member (and at the stream's end)."""
+"""Streamed text is committed at most this often per member, counted from the turn's start
+(and at the stream's end)."""
 
 
 class LiveRecords(EventWriter):
@@ -116,7 +117,9 @@ class Recorder:
         self.attempt = inflight.attempt
         self.budget = budget
         self._text: list[str] = []
-        self._sent = 0.0
+        # Counted from the turn's start: a model answering within the interval has its text
+        # committed once, with its usage, not a first chunk alone plus the rest.
+        self._sent = time.monotonic()
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:
         """Append one event attributed to this turn's node."""
@@ -129,6 +132,9 @@ class Recorder:
         now = time.monotonic()
         if not (last or now - self._sent >= CHUNK_INTERVAL_S) or not (self._text or last):
             return
+        self._emit_chunk(now, last=last)
+
+    def _emit_chunk(self, now: float, *, last: bool) -> None:
         self._sent = now
         payload: dict[str, Any] = {"nodeId": self.node_id, "chunk": "".join(self._text),
                                    "channel": f"attempt-{self.attempt}"}
@@ -138,8 +144,12 @@ class Recorder:
         self.record("output.chunk", payload)
 
     def retried(self, delay_ms: int, error: dict[str, Any]) -> None:
-        """``node.retried`` then the turn's ``node.started`` as the next attempt (DESIGN §6)."""
-        self._text = []
+        """``node.retried`` then the turn's ``node.started`` as the next attempt (DESIGN §6).
+
+        Text the failed attempt streamed and not yet committed goes out first, on its channel.
+        """
+        if self._text:
+            self._emit_chunk(time.monotonic(), last=False)
         self.attempt += 1
         inflight = self._inflight
         self.record("node.retried", {"nodeId": self.node_id, "attempt": self.attempt,
