@@ -3,14 +3,13 @@
 A :class:`Recorder` turns an agent's records into events of the run: emitted at once (so the
 state fold sees them in order) and committed together at the next turn of the event loop, not
 one commit per event. Streamed text is coalesced into ``output.chunk`` events at most every
-:data:`CHUNK_INTERVAL_S` per member, so viewers see tokens arrive without a commit per token.
+:data:`CHUNK_INTERVAL_MS` per member, so viewers see tokens arrive without a commit per token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any, Final
 
@@ -22,9 +21,9 @@ from wopdsl.model.turns import Turn
 from wopdsl.protocol import payloads as p
 from wopdsl.state import Inflight
 
-__all__ = ["CHUNK_INTERVAL_S", "LiveRecords", "Recorder"]
+__all__ = ["CHUNK_INTERVAL_MS", "LiveRecords", "Recorder"]
 
-CHUNK_INTERVAL_S: Final = 0.05
+CHUNK_INTERVAL_MS: Final = 50
 """Streamed text is committed at most this often per member, counted from the turn's start
 (and at the stream's end)."""
 
@@ -118,8 +117,10 @@ class Recorder:
         self.budget = budget
         self._text: list[str] = []
         # Counted from the turn's start: a model answering within the interval has its text
-        # committed once, with its usage, not a first chunk alone plus the rest.
-        self._sent = time.monotonic()
+        # committed once, with its usage, not a first chunk alone plus the rest. On the run's
+        # clock, so a deterministic run (a fixed clock) also splits its text the same way.
+        self._clock = engine.clock
+        self._sent = self._clock.now_ms()
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:
         """Append one event attributed to this turn's node."""
@@ -129,12 +130,12 @@ class Recorder:
         """Buffer streamed text; emit an ``output.chunk`` when due (or at the end)."""
         if text:
             self._text.append(text)
-        now = time.monotonic()
-        if not (last or now - self._sent >= CHUNK_INTERVAL_S) or not (self._text or last):
+        now = self._clock.now_ms()
+        if not (last or now - self._sent >= CHUNK_INTERVAL_MS) or not (self._text or last):
             return
         self._emit_chunk(now, last=last)
 
-    def _emit_chunk(self, now: float, *, last: bool) -> None:
+    def _emit_chunk(self, now: int, *, last: bool) -> None:
         self._sent = now
         payload: dict[str, Any] = {"nodeId": self.node_id, "chunk": "".join(self._text),
                                    "channel": f"attempt-{self.attempt}"}
@@ -149,7 +150,7 @@ class Recorder:
         Text the failed attempt streamed and not yet committed goes out first, on its channel.
         """
         if self._text:
-            self._emit_chunk(time.monotonic(), last=False)
+            self._emit_chunk(self._clock.now_ms(), last=False)
         self.attempt += 1
         inflight = self._inflight
         self.record("node.retried", {"nodeId": self.node_id, "attempt": self.attempt,
