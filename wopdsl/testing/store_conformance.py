@@ -10,8 +10,9 @@ Subclass :class:`StoreConformance` in a test module and say how to build your st
             return MyStore(tmp_path / "events")
 
 Durable backends also override :meth:`StoreConformance.reopen_store`, and backends that check
-records on read override :meth:`StoreConformance.write_raw_record`; the tests needing a
-capability a backend does not provide are skipped, and say so.
+records on read override :meth:`StoreConformance.write_raw_record`. The tests of a capability
+are collected only for a backend that provides it (an in-memory store has nothing to reopen):
+nothing is skipped.
 """
 
 from __future__ import annotations
@@ -40,7 +41,20 @@ from wopdsl.testing._store_cases import (
 __all__ = ["StoreConformance", "make_event", "make_events"]
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 _EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+_NEEDS: dict[str, str] = {}
+"""Test name → the capability hook it needs."""
+
+
+def _needs(capability: str) -> Callable[[_F], _F]:
+    """Mark a test as one of ``capability``'s: collected only where the hook is overridden."""
+
+    def mark(test: _F) -> _F:
+        _NEEDS[test.__name__] = capability
+        return test
+
+    return mark
 
 
 class StoreConformance(AppendAndRead):
@@ -52,6 +66,19 @@ class StoreConformance(AppendAndRead):
 
     timeout: float = 5.0
     """Seconds a live test waits for an event before failing."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, capability in _NEEDS.items():
+            if not cls.provides(capability):
+                setattr(cls, name, None)  # Not a test of this backend: pytest collects none.
+            elif getattr(cls, name) is None:
+                setattr(cls, name, vars(StoreConformance)[name])
+
+    @classmethod
+    def provides(cls, capability: str) -> bool:
+        """Whether the subclass overrides the ``capability`` hook."""
+        return getattr(cls, capability) is not getattr(StoreConformance, capability)
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -75,8 +102,11 @@ class StoreConformance(AppendAndRead):
         store.close()
 
     def require(self, capability: str) -> None:
-        """Skip the calling test unless the subclass overrides the ``capability`` hook."""
-        if getattr(type(self), capability) is getattr(StoreConformance, capability):
+        """Skip the calling test unless the subclass overrides the ``capability`` hook.
+
+        For a subclass's own capability tests; the suite's are not collected instead.
+        """
+        if not self.provides(capability):
             pytest.skip(f"{type(self).__name__} does not provide {capability}()")
 
     def run_async(self, make: Callable[[], Awaitable[_T]]) -> _T:
@@ -100,9 +130,9 @@ class StoreConformance(AppendAndRead):
         with store.claim("r1"):
             pass
 
+    @_needs("reopen_store")
     def test_a_second_handle_sees_the_claim(self, store: EventStore, tmp_path: Path) -> None:
         """Capability reopen_store: a claim holds for every handle on the same storage."""
-        self.require("reopen_store")
         other = self.reopen_store(tmp_path)
         try:
             with store.claim("r1"), pytest.raises(StoreConflict), other.claim("r1"):
@@ -191,9 +221,9 @@ class StoreConformance(AppendAndRead):
 
     # -- capabilities ----------------------------------------------------------------------
 
+    @_needs("reopen_store")
     def test_close_and_reopen_keeps_every_run(self, store: EventStore, tmp_path: Path) -> None:
         """Capability reopen_store: closing and reopening keeps every run and event."""
-        self.require("reopen_store")
         store.append("a", [started("a", "council-a"), make_event("a", 1)], 0)
         store.append("b", [started("b", "council-b")], 0)
         before, listed = store.read("a"), store.runs()
@@ -207,9 +237,9 @@ class StoreConformance(AppendAndRead):
         finally:
             reopened.close()
 
+    @_needs("reopen_store")
     def test_two_handles_never_interleave(self, store: EventStore, tmp_path: Path) -> None:
         """Capability reopen_store: two handles on one storage never interleave a log."""
-        self.require("reopen_store")
         other = self.reopen_store(tmp_path)
         try:
             store.append("r1", make_events("r1", 0, 2), 0)
@@ -222,9 +252,9 @@ class StoreConformance(AppendAndRead):
         finally:
             other.close()
 
+    @_needs("reopen_store")
     def test_subscribe_follows_another_handle(self, store: EventStore, tmp_path: Path) -> None:
         """Capability reopen_store: a subscriber sees another handle's appends live."""
-        self.require("reopen_store")
         other = self.reopen_store(tmp_path)
         try:
             received = self._follow(
@@ -235,7 +265,6 @@ class StoreConformance(AppendAndRead):
         assert sequences(received) == [0, 1]
 
     def _corrupt(self, store: EventStore, tmp_path: Path, sequence: int, body: str) -> None:
-        self.require("write_raw_record")
         store.append("r1", make_events("r1", 0, sequence), 0)
         self.write_raw_record(tmp_path, "r1", sequence, body)
 
@@ -248,11 +277,13 @@ class StoreConformance(AppendAndRead):
             assert word in message, f"{word!r} missing from: {message}"
         assert sequences(store.read("r1", after=sequence)) == []
 
+    @_needs("write_raw_record")
     def test_record_that_is_not_json_is_rejected(self, store: EventStore, tmp_path: Path) -> None:
         """Capability write_raw_record: a record that is not JSON raises EventInvalid."""
         self._corrupt(store, tmp_path, 2, '{"eventId": "evt.r1.0000000002", "runId": ')
         self._assert_rejected(store, 2, "JSON")
 
+    @_needs("write_raw_record")
     def test_record_that_is_not_an_event_is_rejected(
         self, store: EventStore, tmp_path: Path
     ) -> None:
@@ -262,6 +293,7 @@ class StoreConformance(AppendAndRead):
         self._corrupt(store, tmp_path, 1, json.dumps(event))
         self._assert_rejected(store, 1, "type")
 
+    @_needs("write_raw_record")
     def test_unsupported_schema_version_is_rejected(
         self, store: EventStore, tmp_path: Path
     ) -> None:
