@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: dict[str, int] = {
     "errors": 0,
     "_ids": 0,
+    "_lazy": 0,
     "model": 1,
     "protocol": 1,
     "state": 2,

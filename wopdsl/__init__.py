@@ -16,11 +16,11 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from wopdsl._lazy import lazy_exports
 from wopdsl.errors import (
     DeclarationError,
     EventInvalid,
@@ -70,19 +70,7 @@ _LAZY: Final[dict[str, str]] = {
 """Each lazily loaded public name and the module it comes from."""
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'wopdsl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, lazy ones included."""
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports("wopdsl", _LAZY, globals())
 
 
 class _Api(types.ModuleType):

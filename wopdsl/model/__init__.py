@@ -6,8 +6,9 @@ build every declaration model.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from wopdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from wopdsl.model.llm import ModelProfile
@@ -45,16 +46,4 @@ _LAZY: Final[dict[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'wopdsl.model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, lazy ones included."""
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports("wopdsl.model", _LAZY, globals())
