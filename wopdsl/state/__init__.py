@@ -5,10 +5,10 @@ state through :class:`CouncilState` (council semantics: queue, in-flight turns, 
 status) and :func:`build_snapshot` (the v1 ``RunSnapshot``); none re-implements them.
 """
 
-from wopdsl.state.fold import (
+from wopdsl.state.fold import CouncilState
+from wopdsl.state.records import (
     TERMINAL,
     TERMINAL_EVENTS,
-    CouncilState,
     Inflight,
     MemberState,
     RoomState,

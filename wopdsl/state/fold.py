@@ -12,30 +12,17 @@ from wopdsl.model.construct import new_message
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
 from wopdsl.state.records import (
-    TERMINAL,
-    TERMINAL_EVENTS,
     Inflight,
     MemberState,
     RoomState,
     RunStatus,
-    status_of_event,
 )
 from wopdsl.state.usage import RunUsage
 
 if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
     from wopdsl.model.turns import Message
 
-__all__ = [
-    "TERMINAL",
-    "TERMINAL_EVENTS",
-    "CouncilState",
-    "Inflight",
-    "MemberState",
-    "RoomState",
-    "RunStatus",
-    "exchange_member",
-    "status_of_event",
-]
+__all__ = ["CouncilState", "exchange_member"]
 
 _GC_PAUSE_EVENTS: Final = 1_000
 """Folds of at least this many events pause the cyclic GC."""
