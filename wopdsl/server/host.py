@@ -117,13 +117,13 @@ class Host:
         """Return the handle on ``run_id`` (python handlers bound when its council is served).
 
         Raises:
-            ApiError: 404 ``RUN_NOT_FOUND``.
+            ApiError: 404 ``run_not_found``.
         """
         run = self._runs.get(run_id)
         if run is not None:
             return run
         if not self.store.exists(run_id):
-            raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found",
+            raise ApiError(404, "run_not_found", f"run {run_id} not found",
                            {"runId": run_id})
         handle = attach(self.store, run_id)
         state = handle.state

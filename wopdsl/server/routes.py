@@ -11,6 +11,7 @@ from starlette.routing import Route
 from wopdsl import CouncilSpec, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
+from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
@@ -66,8 +67,8 @@ class Api:
         return doc
 
     async def discovery(self, request: Request) -> Response:
-        """``GET /.well-known/openwop``."""
-        return JSONResponse(self.capabilities())
+        """``GET /.well-known/openwop`` (``Cache-Control``, ``ETag``; 304 on a match)."""
+        return cached_json(request, self.capabilities())
 
     async def openapi(self, request: Request) -> Response:
         """``GET /v1/openapi.json``."""

@@ -116,4 +116,4 @@ def _ended(store: EventStore, run_id: str) -> bool:
 def check_run(store: EventStore, run_id: str) -> None:
     """404 unless the run exists."""
     if not store.exists(run_id):
-        raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found", {"runId": run_id})
+        raise ApiError(404, "run_not_found", f"run {run_id} not found", {"runId": run_id})
