@@ -103,11 +103,15 @@ def test_idempotent_run_creation_and_turns(serve: Any) -> None:
     first = served.request("POST", "/v1/runs", {"workflowId": "desk"}, headers=key)
     again = served.request("POST", "/v1/runs", {"workflowId": "desk"}, headers=key)
     assert first[0] == again[0] == 201 and first[1] == again[1]
+    # The replay says so (rest-endpoints.md); the first answer does not.
+    assert {k.lower() for k in again[2]} >= {"openwop-idempotent-replay"}
+    assert "openwop-idempotent-replay" not in {k.lower() for k in first[2]}
     run_id = first[1]["runId"]
     assert _runs(served) == [run_id]
     other = served.request("POST", "/v1/runs", {"workflowId": "desk", "inputs": {"task": "X"}},
                            headers=key)
-    assert (other[0], other[1]["error"]) == (422, "idempotency_key_reused")
+    assert (other[0], other[1]["error"]) == (409, "idempotency_key_mismatch")
+    assert "runId" not in other[1]  # idempotency.md: no cached body on a mismatch.
     served.wait_status(run_id, "waiting-input")
     turn = {"resumeValue": {"content": {"text": "Only once, @bot", "mentions": ["bot"]}}}
     path = f"/v1/runs/{run_id}/interrupts/room:chat"

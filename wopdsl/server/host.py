@@ -55,6 +55,8 @@ class Host:
                 if council.id in self.councils:
                     raise ValueError(f"two councils have the id {council.id!r}")
                 self.councils[council.id] = council
+        self.fixtures: frozenset[str] = frozenset()
+        """Served councils that are OpenWOP conformance fixtures (``wop serve --conformance``)."""
         self._runs: dict[str, Run] = {}
         self._supervisors: dict[str, asyncio.Task[None]] = {}
         self._wakes: dict[str, asyncio.Event] = {}

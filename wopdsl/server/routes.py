@@ -23,6 +23,9 @@ from wopdsl.server.turns import resolve_speaker, room_of
 
 __all__ = ["Api"]
 
+REPLAY_HEADER = {"OpenWOP-Idempotent-Replay": "true"}
+"""Marks an answer served from the Idempotency-Key cache (rest-endpoints.md)."""
+
 _CREATE_KEYS = {"workflowId", "inputs", "metadata", "tags", "tenantId", "scopeId",
                 "callbackUrl", "configurable"}
 
@@ -64,6 +67,8 @@ class Api:
         doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
         doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
+        if self.host.fixtures:
+            doc["fixtures"] = sorted(self.host.fixtures)
         return doc
 
     async def discovery(self, request: Request) -> Response:
@@ -96,7 +101,7 @@ class Api:
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
-        task, metadata = _create_options(body)
+        task, metadata = _create_options(body, workflow_id in self.host.fixtures)
         key = request.headers.get("idempotency-key")
         principal = _principal(request)
 
@@ -113,8 +118,12 @@ class Api:
             check_key(key)
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
-            status, answer = await self.idempotency.run(
-                ("create", principal, key), fingerprint(raw), lambda: act(run_id))
+            scope = ("create", principal, key)
+            replay = self.idempotency.has(scope)
+            status, answer = await self.idempotency.run(scope, fingerprint(raw),
+                                                        lambda: act(run_id))
+            if replay:
+                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
     async def get_run(self, request: Request) -> Response:
@@ -204,8 +213,7 @@ class Api:
             raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
                            {"hint": "this host serves POST /v1/runs/{runId}:fork"})
         raw = await read_body(request, self.limits.max_body_bytes)
-        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"},
-                           required={"fromSeq"})
+        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"})
         mode = body.get("mode", "branch")
         if mode not in ("branch", "replay"):
             raise ApiError(400, "validation_error", "mode must be 'branch' or 'replay'",
@@ -213,8 +221,9 @@ class Api:
         if body.get("runOptionsOverlay"):
             raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
                            {"field": "runOptionsOverlay"})
-        from_seq = want_int(body["fromSeq"], "fromSeq", low=0)
         self.host.open(run_id)  # 404 first.
+        from_seq = want_int(body["fromSeq"], "fromSeq", low=0) if "fromSeq" in body \
+            else _first_turn_cut(self.host.store, run_id)
         if self.host.active >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
@@ -229,6 +238,12 @@ class Api:
                              "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
 
 
+def _first_turn_cut(store: Any, run_id: str) -> int:
+    """A fork's default ``fromSeq``: just after the rooms opened (every turn runs again)."""
+    return max((e["sequence"] for e in store.read(run_id)
+                if e["type"] == "conversation.opened"), default=0)
+
+
 def _principal(request: Request) -> str:
     return str(request.scope.get("state", {}).get("principal") or "")
 
@@ -239,7 +254,8 @@ def _council_spec(run: Any) -> Any:
     return CouncilSpec.model_validate(run.state.council)
 
 
-def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+def _create_options(body: dict[str, Any], fixture: bool = False
+                    ) -> tuple[str | None, dict[str, Any] | None]:
     for unsupported in ("callbackUrl", "configurable"):
         if body.get(unsupported):
             raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
@@ -248,11 +264,15 @@ def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | 
     if not isinstance(inputs, dict):
         raise ApiError(400, "validation_error", "inputs must be an object", {"field": "inputs"})
     unknown = sorted(set(inputs) - {"task"})
-    if unknown:
+    if unknown and not fixture:
         raise ApiError(400, "validation_error",
                        f"unknown input(s): {', '.join(unknown)}; a council takes only 'task'",
                        {"field": "inputs", "fields": unknown})
     task = want_str(inputs, "task", optional=True, max_len=100_000) if inputs else None
+    if fixture:  # A conformance fixture's inputs become its task (docs/openwop.md).
+        from wopdsl.server.conformance import fixture_task
+
+        task = fixture_task(str(body["workflowId"]), inputs) or task
     metadata: dict[str, Any] = {}
     if body.get("metadata") is not None:
         if not isinstance(body["metadata"], dict):
