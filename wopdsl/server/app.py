@@ -26,6 +26,7 @@ from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
+from wopdsl.server.v2 import V2Api, VersionNegotiation
 
 __all__ = ["create_app"]
 
@@ -90,7 +91,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             await host.stop()
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in [*api.routes(), *extra, *page_routes()]]
+              for r in [*V2Api(api).routes(), *api.routes(), *extra, *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,
@@ -98,6 +99,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
     app.state.host = host
     app.state.api = api
     app.add_middleware(BearerAuth, tokens=tokens)
+    app.add_middleware(VersionNegotiation)  # Outermost: the contract before anything else.
     return app
 
 

@@ -20,7 +20,7 @@ from wopdsl.server.page import is_page_path
 
 __all__ = ["LOCAL_PRINCIPAL", "PUBLIC_PATHS", "BearerAuth"]
 
-PUBLIC_PATHS: Final = frozenset({"/.well-known/openwop", "/v1/openapi.json"})
+PUBLIC_PATHS: Final = frozenset({"/.well-known/openwop", "/v1/openapi.json", "/openapi.json"})
 """Paths served without a token."""
 
 LOCAL_PRINCIPAL: Final = "local"

@@ -64,7 +64,7 @@ class Api:
         doc = capabilities(self.limits.max_participants,
                            implementation={"name": "wopdsl", "version": __version__},
                            model_provenance=_has_llm_members(self.host))
-        doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
+        doc["protocolVersions"] = ["1.0", "2.0"]  # v1 and v2 (wopdsl.server.v2).
         doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
         if self.host.fixtures:
