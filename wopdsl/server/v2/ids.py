@@ -2,8 +2,9 @@
 
 A run's v2 id binds its store id to the caller's tenant: ``local/release-team-1a2b…``. In a
 URL path the id travels as one segment, every byte outside ``[A-Za-z0-9._-]`` written as
-``~`` and two hex digits (``local~2Frelease-team-…``); the percent-encoded form and a bare
-store id (a run created through ``/v1/runs``, read through ``/runs``) are accepted too.
+``~`` and two hex digits (``local~2Frelease-team-…``); a bare store id (a run created
+through ``/v1/runs``, read through ``/runs``) is accepted too. (The legacy ``%2F`` form is
+decoded by the server before routing, so it names no route.)
 """
 
 from __future__ import annotations

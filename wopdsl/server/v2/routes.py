@@ -51,11 +51,14 @@ class V2Api:
                   methods=["POST"]),
             Route("/runs/{run_id}/cancel", self._v2(self.cancel), methods=["POST"]),
             Route("/runs/{run_ref}", self._v2(self.fork), methods=["POST"]),
-            Route("/runs/{run_id}", self._v2(self.get_run), methods=["GET"]),
+            Route("/runs/{run_id}", self._v2(self.get_run, otherwise=_chat_page()),
+                  methods=["GET"]),
         ]
 
-    def _v2(self, handler: Handler) -> Handler:
+    def _v2(self, handler: Handler, otherwise: Handler | None = None) -> Handler:
         async def only_v2(request: Request) -> Response:
+            if major_of(request.scope) != 2 and otherwise is not None:
+                return await otherwise(request)  # The chat page shares GET /runs/{runId}.
             if major_of(request.scope) != 2:
                 raise ApiError(400, "validation_error",
                                f"{request.url.path} is a v2 path: send OpenWOP-Version: 2.0",
@@ -155,6 +158,13 @@ class V2Api:
             **body, "runId": bind(tenant, body["runId"]),
             "sourceRunId": bind(tenant, body["sourceRunId"]),
             "eventsUrl": run_url(tenant, body["runId"], "/events")})
+
+
+def _chat_page() -> Handler:
+    """The chat page's ``GET /runs/{runId}`` (a browser sends no ``OpenWOP-Version``)."""
+    from wopdsl.server.page import page_routes
+
+    return next(r.endpoint for r in page_routes() if r.path == "/runs/{run_id}")
 
 
 def _principal(request: Request) -> str | None:
