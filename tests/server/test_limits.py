@@ -48,7 +48,8 @@ def test_bad_requests_get_the_envelope(serve: Any) -> None:
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": -1}, None, 400, "validation_error"),
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": 0}, None, 400, "validation_error"),
         ("DELETE", f"/v1/runs/{run_id}", None, None, 405, "method_not_allowed"),
-        ("GET", "/runs", None, None, 400, "validation_error"),
+        ("GET", "/runs", None, None, 405, "method_not_allowed"),  # v2: POST /runs exists.
+        ("GET", "/nowhere", None, None, 400, "validation_error"),
         ("GET", "/v1/runs/x/events/poll?timeout=500", None, None, 404, "run_not_found"),
         ("GET", f"/v1/runs/{run_id}/events/poll?timeout=500", None, None, 400,
          "validation_error"),
