@@ -48,7 +48,7 @@ def test_runs_are_tenant_bound_and_readable_through_both_majors(serve: Any,
     served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
     status, created, _ = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)
     assert status == 201 and created["runId"].startswith("alice/desk-")
-    tenant, store_id = created["runId"].split("/")
+    _tenant, store_id = created["runId"].split("/")
     assert created["statusUrl"] == f"/runs/alice~2F{store_id}"
     snap = served.request("GET", created["statusUrl"], headers=V2)[1]
     assert snap["runId"] == created["runId"] and snap["owner"]["tenant"] == "alice"
@@ -71,7 +71,7 @@ def test_runs_are_tenant_bound_and_readable_through_both_majors(serve: Any,
 def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
     served = serve(COUNCILS / "desk.toml")
     run_id = served.request("POST", "/v1/runs", {"workflowId": "desk"})[1]["runId"]
-    status, page, headers = served.request("GET", f"/runs/{run_id}", token=None,
+    status, page, _ = served.request("GET", f"/runs/{run_id}", token=None,
                                            headers={"Accept": "text/html"})
     assert status == 200 and "<html" in page.lower()
     status, snap, _ = served.request("GET", f"/runs/{run_id}", headers=V2)
