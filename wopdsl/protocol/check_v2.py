@@ -26,10 +26,12 @@ def as_v2(event: Mapping[str, Any], tenant: str = "local") -> dict[str, Any]:
 
 
 def _both_type_branches(error: Any) -> bool:
-    """The upstream ``type`` is a ``oneOf`` of the registry enum and the vendor pattern
-    ``<org>.<name>``, which every registered type also matches, so ``oneOf`` refuses every
-    registered type ("valid under each of"). Its description says either branch admits a
-    type (an ``anyOf``): such an error is not counted (schemas/SOURCES.md)."""
+    """Whether ``error`` is the upstream ``type`` ``oneOf`` refusing a registered type.
+
+    ``type`` is a ``oneOf`` of the registry enum and the vendor pattern ``<org>.<name>``,
+    which every registered type also matches ("valid under each of"). Its description says
+    either branch admits a type (an ``anyOf``): such an error is not counted.
+    """
     return bool(error.validator == "oneOf" and list(error.absolute_path) == ["type"]
                 and "is valid under each of" in str(error.message))
 
