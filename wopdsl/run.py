@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
+from wopdsl._sync import run_sync
 from wopdsl.compile import compile
 from wopdsl.compile.graph import Compiles
 from wopdsl.engine import Engine, HumanInput, engine_for
@@ -16,13 +17,14 @@ from wopdsl.errors import RunBusy, RunNotFound, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
+from wopdsl.projections.diff import RunDiff, diff_runs
 from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
 from wopdsl.store import EventStore, open_store, require_run
 
-__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions"]
+__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
 
 
 class EventLog(Sequence[RunEventDoc]):
@@ -143,6 +145,14 @@ class Run:
     def snapshot(self) -> dict[str, Any]:
         """Return the OpenWOP v1 ``RunSnapshot`` of this run."""
         return build_snapshot(self.state)
+
+    def diff(self, other: Run) -> RunDiff:
+        """Compare with ``other`` (any store): transcripts, speaking order, work, outcome.
+
+        The result prints as ``wop diff`` does, renders as HTML in a notebook and has
+        ``equal`` and ``to_json()``.
+        """
+        return diff_runs(self.store.read(self.run_id), other.store.read(other.run_id))
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -361,26 +371,6 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, status={self.status!r})"
-
-
-_T = TypeVar("_T")
-
-
-def run_sync(work: Coroutine[Any, Any, _T], name: str, instead: str) -> _T:
-    """Run ``work`` to its end on a new event loop; refuse inside a running loop.
-
-    Raises:
-        RuntimeError: called inside a running event loop (a notebook cell, an async app):
-            the message names the ``await`` form to use instead.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    work.close()
-    raise RuntimeError(
-        f"{name} can't be called inside a running event loop (Jupyter?); use `{instead}`"
-    )
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,

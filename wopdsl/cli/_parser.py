@@ -35,6 +35,7 @@ class _Commands:
 
 _commands = _Commands("wopdsl.cli._commands")
 _drive = _Commands("wopdsl.cli._drive")
+_inspect = _Commands("wopdsl.cli._inspect")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -188,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--max", type=_at_least(1), default=20, metavar="N",
                      help="print at most N violations (default 20)")
     _json_flag(cmd, "print {runId, events, valid, violations} as JSON")
+
+    cmd = add("diff", _inspect.cmd_diff, "compare two runs: transcripts per room, speaking "
+              "order, per-member work, outcome (exit 0 equal, 1 differ)")
+    cmd.add_argument("run_a", metavar="RUN_A", type=_run_id)
+    cmd.add_argument("run_b", metavar="RUN_B", type=_run_id)
+    cmd.add_argument("--store-b", metavar="STORE",
+                     help="the store that holds RUN_B (default: the same as RUN_A's)")
+    _json_flag(cmd, "print the comparison as JSON (see docs/guides/diff.md)")
 
     cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
