@@ -70,6 +70,9 @@ class RunFacts:
             member = payload["nodeId"]
             if kind == "node.completed":
                 outputs = payload.get("outputs")
+                if isinstance(outputs, dict):
+                    # Its posts are facts of their own (the messages saved), compared apart.
+                    outputs = {k: v for k, v in outputs.items() if k != "posts"}
                 summary = outputs.get("summary", "") if isinstance(outputs, dict) else ""
                 self._fact(sequence, f"{member}'s result: {_short(str(summary))}", "result",
                            member, canonical(outputs))

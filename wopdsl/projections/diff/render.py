@@ -53,7 +53,7 @@ class RunDiff(DiffData):
 
 def _side_line(name: str, side: RunSide) -> str:
     text = (f"{name}: {side.run_id} (council {side.council} v{side.version}, {side.status}, "
-            f"{side.events} events, {side.messages} messages)")
+            f"{side.messages} message{'s' if side.messages != 1 else ''})")
     if side.error:
         text += f" [{side.error.get('code')}] {side.error.get('message')}"
     return text
@@ -188,8 +188,8 @@ def _order_lines(diff: RunDiff) -> list[str]:
     if first is None:
         return [f"speaking order: same ({len(order.a)} turns: {_window(order.a, 0)})"]
     return [f"speaking order differs at turn {first + 1}:",
-            f"  A: {_window(order.a, first)}",
-            f"  B: {_window(order.b, first)}"]
+            f"  A ({len(order.a)} turns): {_window(order.a, first)}",
+            f"  B ({len(order.b)} turns): {_window(order.b, first)}"]
 
 
 def _window(members: tuple[str, ...], at: int) -> str:
@@ -199,7 +199,7 @@ def _window(members: tuple[str, ...], at: int) -> str:
     if start:
         text = "…, " + text
     if start + _ORDER_WINDOW < len(members):
-        text += f", … ({len(members)} turns)"
+        text += ", …"
     return text
 
 
