@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workload import chatty_council  # noqa: E402
+from workload import chatty_council
 
-from wopdsl import CouncilState, SqliteStore  # noqa: E402
-from wopdsl.projections.diff import diff_runs  # noqa: E402
+from wopdsl import CouncilState, SqliteStore
+from wopdsl.projections.diff import diff_runs
 
 
 def _best(work: Callable[[], Any], repeat: int) -> float:
