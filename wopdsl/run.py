@@ -19,6 +19,7 @@ from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
 from wopdsl.projections.diff import RunDiff, diff_runs
 from wopdsl.projections.notebook import run_html, run_markdown
+from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
@@ -93,6 +94,9 @@ class Run:
         self._started: asyncio.Event | None = None
         self.events = EventLog(self)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
+        # Live tracing exports what happens from here on (an earlier process exported the
+        # rest): the last sequence exported, or seen when this handle was made.
+        self._traced = store.last_sequence(run_id) if export_configured() else -1
 
     # -- state, read from the log ----------------------------------------------------------
 
@@ -162,6 +166,7 @@ class Run:
         started = self._started = asyncio.Event()
 
         async def go() -> RunStatus:
+            trace = live_trace(self.store, self.run_id, self._traced)
             try:
                 if start:
                     await engine.start()
@@ -175,6 +180,9 @@ class Run:
                 # Another driver took the run up meanwhile (a reply from elsewhere): it
                 # executes the run, this post included; follow it to its next stop.
                 return await self._watch()
+            finally:
+                if trace is not None:
+                    self._traced = await trace.stop()
 
         self._task = asyncio.ensure_future(go())
 

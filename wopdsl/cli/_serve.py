@@ -49,6 +49,9 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      help="seconds between SSE keep-alive comments (at most 15)")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
+    cmd.add_argument("--otel", action="store_true",
+                     help="export the runs' OpenTelemetry spans live to "
+                          "$OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
 
 
 def discover(paths: list[str]) -> list[Council]:
