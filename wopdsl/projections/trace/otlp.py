@@ -152,14 +152,17 @@ class SpanWriter:
         self.provider.shutdown()
 
 
-_SHARED: SpanWriter | None = None
+_SHARED: dict[tuple[str, ...], SpanWriter] = {}
 _SHARED_LOCK = threading.Lock()
+_SETTINGS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT",
+             "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
 
 
 def shared_writer() -> SpanWriter:
-    """The process's writer for live export (built on first use, shut down at exit)."""
-    global _SHARED
+    """The process's writer for live export, one per OTLP setting (shut down at exit)."""
+    key = tuple(os.environ.get(name, "") for name in _SETTINGS)
     with _SHARED_LOCK:
-        if _SHARED is None:
-            _SHARED = SpanWriter()
-        return _SHARED
+        writer = _SHARED.get(key)
+        if writer is None:
+            writer = _SHARED[key] = SpanWriter()
+        return writer
