@@ -78,7 +78,7 @@ class ModelCalls:
             turn.span.events.append(SpanEvent("wopdsl.turn.retried", now, {
                 "wopdsl.attempt": int(payload.get("attempt", 0)),
                 "wopdsl.delay_ms": int(payload.get("delayMs", 0)),
-                ERROR_TYPE: str(error.get("code", "INTERRUPTED"))}))
+                ERROR_TYPE: str(error.get("code") or "interrupted")}))
             if error:  # a model call that failed in transport
                 call = self._call_span(turn, node, event, now)
                 call.error = f"{error.get('code')}: {error.get('message', '')}"

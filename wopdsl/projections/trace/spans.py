@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 __all__ = ["AttrValue", "SpanEvent", "SpanLink", "SpanSpec", "span_id", "trace_id"]
 
@@ -71,18 +71,3 @@ class SpanSpec:
     """Set when the span failed: its status is ERROR with this description."""
     released_at: int = -1
     """Sequence of the event that completed the span (what a resumed export compares)."""
-
-    def to_json(self, trace: int) -> dict[str, Any]:
-        """The span as JSON (hex ids, as OTLP/JSON writes them): what ``--json`` prints."""
-        return {
-            "traceId": f"{trace:032x}", "spanId": f"{self.span_id:016x}",
-            "parentSpanId": None if self.parent_id is None else f"{self.parent_id:016x}",
-            "name": self.name, "kind": self.kind, "startTimeUnixNano": self.start_ns,
-            "endTimeUnixNano": self.end_ns, "attributes": dict(self.attributes),
-            "events": [{"name": e.name, "timeUnixNano": e.time_ns,
-                        "attributes": dict(e.attributes)} for e in self.events],
-            "links": [{"traceId": f"{link.trace_id:032x}", "spanId": f"{link.span_id:016x}",
-                       "attributes": dict(link.attributes)} for link in self.links],
-            "status": {"code": "ERROR", "message": self.error} if self.error else
-            {"code": "UNSET"},
-        }
