@@ -197,3 +197,15 @@ def test_trace_command_errors(tmp_path: Path, otel_env: dict[str, str],
     assert "error[TRACE_EXPORT_FAILED]" in refused.stderr
     assert "pa55word" not in refused.stdout + refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_tracing_trouble_never_stops_a_run(tmp_path: Path, receiver: OtlpReceiver,
+                                           otel_env: dict[str, str], release_team: Path) -> None:
+    # A setting the SDK refuses: the run goes on, live export is off, one warning says why.
+    env = {**otel_env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+           "OTEL_BSP_MAX_QUEUE_SIZE": "0"}
+    done = _wop(tmp_path, env, "run", str(release_team), "--run-id", "r")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("live tracing is off: max_queue_size") == 1
+    assert "Traceback" not in done.stderr
+    assert receiver.spans == []

@@ -71,15 +71,16 @@ def live_trace(store: EventStore, run_id: str, after: int) -> LiveTrace | None:
         return None
     try:
         from wopdsl.projections.trace.live import LiveTrace
-    except ModuleNotFoundError as exc:
-        if not _warned and (exc.name or "").startswith("opentelemetry"):
+
+        return LiveTrace(store, run_id, after).start()
+    except Exception as exc:  # tracing never stops a run: say why once, export nothing
+        if not _warned:
             _warned = True
-            logging.getLogger("wopdsl.trace").warning(OTEL_MISSING)
-            return None
-        if (exc.name or "").startswith("opentelemetry"):
-            return None
-        raise
-    return LiveTrace(store, run_id, after).start()
+            missing = isinstance(exc, ModuleNotFoundError) and \
+                (exc.name or "").startswith("opentelemetry")
+            logging.getLogger("wopdsl.trace").warning(
+                "%s", OTEL_MISSING if missing else f"live tracing is off: {exc}")
+        return None
 
 
 _warned = False
