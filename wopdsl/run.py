@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from wopdsl._sync import run_sync
 from wopdsl.compile import compile
@@ -17,13 +17,15 @@ from wopdsl.errors import RunBusy, RunNotFound, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
-from wopdsl.projections.diff import RunDiff, diff_runs
 from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
 from wopdsl.store import EventStore, open_store, require_run
+
+if TYPE_CHECKING:
+    from wopdsl.projections.diff import RunDiff
 
 __all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
 
@@ -94,8 +96,7 @@ class Run:
         self._started: asyncio.Event | None = None
         self.events = EventLog(self)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
-        # Live tracing exports what happens from here on (an earlier process exported the
-        # rest): the last sequence exported, or seen when this handle was made.
+        # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
 
     # -- state, read from the log ----------------------------------------------------------
@@ -156,6 +157,8 @@ class Run:
         The result prints as ``wop diff`` does, renders as HTML in a notebook and has
         ``equal`` and ``to_json()``.
         """
+        from wopdsl.projections.diff import diff_runs
+
         return diff_runs(self.store.read(self.run_id), other.store.read(other.run_id))
 
     # -- driving ---------------------------------------------------------------------------
