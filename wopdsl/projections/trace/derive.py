@@ -106,6 +106,7 @@ class TraceProjection(ModelCalls):
         """
         out = [self._finish_call(t, "stop", None) for t in self._turns.values() if t.pending]
         if self.root is not None and self.root.end_ns == 0:
+            self.root.start_ns = self.root.start_ns or self._last_ns  # a fork not gone on
             self.root.end_ns = self._last_ns
             self.root.released_at = self.last_sequence
             out.append(self.root)
