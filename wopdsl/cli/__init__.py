@@ -69,6 +69,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         return exc.code if isinstance(exc.code, int) else 2
     ctx = Context(store_arg=args.store, out=out, err=err, debug=bool(args.debug))
     try:
+        if getattr(args, "otel", False):
+            _enable_tracing()
         code: int = args.func(ctx, args)
         return code
     except WopError as exc:
@@ -103,6 +105,17 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         return EXIT_FAILED
     finally:
         ctx.close()
+
+
+def _enable_tracing() -> None:
+    """``--otel``: export runs' spans live (refused clearly when the extra is missing)."""
+    from wopdsl.cli._output import CommandError
+    from wopdsl.projections.trace import OTEL_MISSING, enable, otel_installed
+
+    if not otel_installed():
+        raise CommandError("OTEL_MISSING", OTEL_MISSING,
+                           hint="install it, or leave --otel out")
+    enable()
 
 
 def _interrupted(run_id: str | None, store_flag: str, out: TextIO, err: TextIO, *,

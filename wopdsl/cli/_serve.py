@@ -52,6 +52,9 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                           "and the multi-party test seam; without PATH, only them")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
+    cmd.add_argument("--otel", action="store_true",
+                     help="export the runs' OpenTelemetry spans live to "
+                          "$OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
 
 
 def discover(paths: list[str]) -> list[Council]:
