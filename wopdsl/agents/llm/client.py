@@ -37,6 +37,8 @@ DEFAULT_CALL_TIMEOUT_MS = 300_000
 _NO_KEY = "not-set"
 """Sent when the key variable is unset (local servers need none; others answer 401)."""
 _MAX_MODEL_NAME = 256
+_CONNECT_TIMEOUT_S = 10.0
+"""A server that does not even accept the connection within this is not there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +104,14 @@ class ProfileClient:
             # The first call of the process: import openai (~0.5 s) and load the CA bundle
             # off the event loop.
             await asyncio.to_thread(_prepare)
-        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Timeout
 
         cache_key = (endpoint.url, key)
         client = self._clients.get(cache_key)
         if client is None:
+            timeout = Timeout(self.deadline_s, connect=min(self.deadline_s, _CONNECT_TIMEOUT_S))
             client = AsyncOpenAI(api_key=key, base_url=endpoint.url, max_retries=0,
-                                 timeout=self.deadline_s,
+                                 timeout=timeout,
                                  http_client=DefaultAsyncHttpxClient(verify=tls_context()))
             self._clients[cache_key] = client
         return client
