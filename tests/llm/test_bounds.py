@@ -67,7 +67,7 @@ def test_llm_members_get_a_default_turn_timeout() -> None:
 async def test_a_well_behaved_answer_is_not_cut(server: ScriptedModelServer,
                                                 tmp_path: Path) -> None:
     """Many small pieces, fewer than max_output_tokens: the answer goes through whole."""
-    text = '{"summary": "' + "word " * 8 + '"}'
+    text = '{"summary": "' + "word " * 5 + '"}'
     server.add(Answer(text, chunks=len(text)))
     council = llm_council(members={"writer": {"max_output_tokens": 80}}, rooms={})
     run, events = await run_it(council, tmp_path / "runs.db")

@@ -88,13 +88,13 @@ async def test_lists_and_texts_are_bounded(server: ScriptedModelServer, tmp_path
     assert run.status == "completed", run.error
     schema = schema_of(server.requests[0])
     summary, posts = schema["properties"]["summary"], schema["properties"]["posts"]
-    assert summary["maxLength"] == 180 and summary["description"]
+    assert summary["maxLength"] == 120 and summary["description"]
     assert posts["maxItems"] == 2  # one per room
     desk = posts["items"]["anyOf"][0]["properties"]
     assert desk["mentions"] | {"items": None} == {
         "type": "array", "items": None, "maxItems": 2, "uniqueItems": True,
         "description": desk["mentions"]["description"]}
-    assert desk["text"]["minLength"] == 1 and desk["text"]["maxLength"] == 260
+    assert desk["text"]["minLength"] == 1 and desk["text"]["maxLength"] == 140
     # The prompt shows the same instructions, with no placeholder to copy.
     system = server.requests[0].body["messages"][0]["content"]
     assert desk["mentions"]["description"] in system and summary["description"] in system
@@ -120,7 +120,7 @@ async def test_a_server_refusing_the_bounds_gets_the_schema_without_them(
         True, False, False]
     assert "node.retried" not in kinds(events)
     assert payloads(events, "envelope.retry.attempted")[0]["previousError"] == (
-        '"summary" is longer than 60 characters; keep it to one sentence')
+        '"summary" is longer than 40 characters; keep it to one sentence')
 
 
 async def test_empty_texts_are_repaired_and_duplicate_mentions_kept_once(

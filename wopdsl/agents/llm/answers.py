@@ -46,10 +46,11 @@ class AnswerBounds:
 
     @classmethod
     def of(cls, rooms: int, max_output_tokens: int, max_output_bytes: int) -> AnswerBounds:
-        """Bounds that let a whole answer fit in ``max_output_tokens`` (about 3 characters a
-        token, less the JSON around the texts) and in ``max_output_bytes``."""
+        """Bounds that let a whole answer fit in ``max_output_tokens`` (at 2 characters a
+        token, less the JSON around the texts; most tokenizers give 3 to 4) and in
+        ``max_output_bytes``."""
         posts = max(1, rooms)
-        chars = min(3 * max_output_tokens, max_output_bytes // 2)
+        chars = min(2 * max_output_tokens, max_output_bytes // 2)
         summary = max(16, min(300, chars // 5))
         text = max(16, (chars - summary - 100 * posts) // posts)
         return cls(summary, text, posts)
