@@ -23,7 +23,8 @@ import pytest
 from tests.llm.test_run import payloads
 from tests.openwop_schemas import load_schemas
 from tests.real_model import llama_url, served_model
-from wopdsl import SqliteStore, load
+from wopdsl import Council, SqliteStore, load
+from wopdsl.declare.toml import load_spec, spec_from_data
 from wopdsl.engine import fork
 from wopdsl.testing.model_proxy import ModelProxy
 
@@ -116,9 +117,10 @@ async def test_a_council_with_a_person_and_its_replay_fork(proxy: ModelProxy,
 
 
 async def test_json_mode_without_streaming(proxy: ModelProxy, tmp_path: Path) -> None:
-    council = load(REPO / "councils" / "llm-review.toml")
-    council.model("default", model="smol", stream=False, structured_output="json_object",
-                  max_output_tokens=200)
+    data = load_spec(REPO / "councils" / "llm-review.toml").definition()
+    data["models"]["default"].update(stream=False, structured_output="json_object",
+                                     max_output_tokens=200)
+    council = Council.from_spec(spec_from_data(data))
     run = await council.arun(store=str(tmp_path / "runs.db"))
     assert run.status in ENDED, run.error
     first = proxy.calls[0].body
