@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
-from wopdsl.testing.model_server import Answer, CapturedRequest, ScriptedModelServer  # noqa: E402
+from wopdsl.testing.model_server import Answer, CapturedRequest, ScriptedModelServer
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "llm_real.py"
 

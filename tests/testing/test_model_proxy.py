@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
-from tests.llm.conftest import llm_council  # noqa: E402
-from wopdsl.testing.model_proxy import ModelProxy  # noqa: E402
-from wopdsl.testing.model_server import Answer, ScriptedModelServer  # noqa: E402
+from tests.llm.conftest import llm_council
+from wopdsl.testing.model_proxy import ModelProxy
+from wopdsl.testing.model_server import Answer, ScriptedModelServer
 
 
 async def test_the_proxy_records_sets_fields_and_passes_streams_through(

@@ -67,15 +67,20 @@ class LiveRecords(EventWriter):
         return agent.take_turn(turn)
 
     def model_endpoints(self) -> dict[str, str]:
-        """Profile name → the base URL the run recorded at its start (see
-        :mod:`wopdsl.agents.llm.endpoint`)."""
+        """Profile name → the base URL the run recorded at its start.
+
+        See :mod:`wopdsl.agents.llm.endpoint`.
+        """
         from wopdsl.agents.llm.endpoint import recorded_from
 
         return recorded_from(self.state.metadata)
 
     def _start_metadata(self) -> dict[str, Any]:
-        """What ``run.started`` metadata records for recording agents: the base URL of each
-        model profile that has none of its own (resume and forks call the same server)."""
+        """What ``run.started`` metadata records for recording agents.
+
+        The base URL of each model profile that has none of its own, so resume and forks
+        call the same server.
+        """
         spec = self.graph.spec
         used = {m.model for m in spec.members if m.engine == "llm" and m.model}
         if not used:
@@ -125,9 +130,11 @@ class LiveRecords(EventWriter):
 
 
 def requestable(state: CouncilState) -> frozenset[str]:
-    """Members a mention may request now without breaking a turn cap: those queued already
-    (a mention shares their queued turn) and those with a turn left once their turns in
-    flight are counted."""
+    """Members a mention may request now without breaking a turn cap.
+
+    Those queued already (a mention shares their queued turn) and those with a turn left
+    once their turns in flight are counted.
+    """
     queue, inflight = state.queue, state.inflight
     return frozenset(m.id for m in state.members.values()
                      if m.id in queue or m.turns + (m.id in inflight) < m.cap)

@@ -1,12 +1,13 @@
 """Fork a run at a sequence, and re-execute it in replay mode (RFC 0005 §G).
 
 A fork is a new run whose log is the source's up to ``SEQ`` (ids rewritten for the new run),
-then continues. ``replay.diverged.atSequence`` always names a sequence of the *source* run:
-the source turn that differs or is missing, or for an ``extra`` turn the source's last
-event (the source ended without it). In ``branch`` mode it simply goes on. In ``replay`` mode members re-execute
+then continues. In ``branch`` mode it simply goes on. In ``replay`` mode members re-execute
 and every turn is compared with the source's turn at the same dispatch position; a
 difference appends ``replay.diverged {sourceRunId, atSequence, divergenceKind}``. Human turns
 are never re-asked: the source's human input is applied again from its log.
+``replay.diverged.atSequence`` always names a sequence of the *source* run: the source turn
+that differs or is missing, or for an ``extra`` turn the source's last event (the source
+ended without it).
 """
 
 from __future__ import annotations

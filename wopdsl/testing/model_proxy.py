@@ -1,5 +1,6 @@
-"""A loopback proxy in front of a real OpenAI-wire model server: it records every request and
-may set fields of the requests it forwards (a ``seed``, say).
+"""A loopback proxy in front of a real OpenAI-wire model server that records every request.
+
+It may set fields of the requests it forwards (a ``seed``, say).
 
 Tests and benchmarks that run councils against a real server (``llama-server``) use it to
 see the wire — what was sent, how long each call took, that a replay sent nothing — without
@@ -110,7 +111,7 @@ class ModelProxy:
         if head is None:
             return
         lines = head.decode("latin-1").split("\r\n")
-        method, path, _version = (lines[0].split(" ", 2) + ["", ""])[:3]
+        method, path, _version = [*lines[0].split(" ", 2), "", ""][:3]
         headers = [line.split(":", 1) for line in lines[1:] if ":" in line]
         length = next((int(v) for k, v in headers if k.strip().lower() == "content-length"), 0)
         body_bytes = rest

@@ -100,14 +100,17 @@ class Cut:
 
 @dataclass(frozen=True)
 class Drop:
-    """The connection closes as soon as the request is read: no answer at all (as a server
-    does with a keep-alive connection it has just timed out)."""
+    """The connection closes as soon as the request is read: no answer at all.
+
+    As a server does with a keep-alive connection it has just timed out.
+    """
 
 
 @dataclass(frozen=True)
 class Endless:
-    """A stream that never ends by itself: ``piece`` over and over (no ``finish_reason``),
-    until the client hangs up or ``max_s`` passes.
+    """A stream that never ends by itself: ``piece`` over and over, no ``finish_reason``.
+
+    It goes on until the client hangs up or ``max_s`` passes.
 
     Args:
         piece: The text of each chunk.

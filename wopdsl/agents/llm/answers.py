@@ -46,9 +46,11 @@ class AnswerBounds:
 
     @classmethod
     def of(cls, rooms: int, max_output_tokens: int, max_output_bytes: int) -> AnswerBounds:
-        """Bounds that let a whole answer fit in ``max_output_tokens`` (at 2 characters a
-        token, less the JSON around the texts; most tokenizers give 3 to 4) and in
-        ``max_output_bytes``."""
+        """Bounds that let a whole answer fit in its token and byte caps.
+
+        At 2 characters a token (most tokenizers give 3 to 4), less the JSON around the
+        texts, within ``max_output_tokens``; and within ``max_output_bytes``.
+        """
         posts = max(1, rooms)
         chars = min(2 * max_output_tokens, max_output_bytes // 2)
         summary = max(16, min(300, chars // 5))
@@ -103,8 +105,10 @@ def _post_schema(room: RoomView, bounds: AnswerBounds,
 
 
 def strip_bounds(schema: Any) -> Any:
-    """The schema without :data:`BOUND_KEYWORDS` (for a strict mode that refuses them; the
-    answer is still checked against the bounds after)."""
+    """The schema without :data:`BOUND_KEYWORDS`.
+
+    For a strict mode that refuses them; the answer is still checked against the bounds.
+    """
     if isinstance(schema, dict):
         return {k: strip_bounds(v) for k, v in schema.items() if k not in BOUND_KEYWORDS}
     if isinstance(schema, list):

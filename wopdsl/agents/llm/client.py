@@ -117,8 +117,10 @@ class ProfileClient:
         return client
 
     def redact(self, value: Any) -> Any:
-        """A JSON value with the profile's key (in any form :mod:`.redact` knows) removed:
-        for what a model's answer decoded to (a JSON escape can spell the key)."""
+        """A JSON value with the profile's key (in any form :mod:`.redact` knows) removed.
+
+        For what a model's answer decoded to: a JSON escape can spell the key.
+        """
         key = os.environ.get(self.profile.api_key_env)
         return redactor(key).data(value) if key and key != _NO_KEY else value
 

@@ -55,8 +55,11 @@ def resolve(profile: ModelProfile, recorded: str | None = None) -> Endpoint:
 
 
 def recorded_endpoints(profiles: Iterable[tuple[str, ModelProfile]]) -> dict[str, Any]:
-    """The ``models`` entry of ``run.started`` metadata: ``{NAME: {baseUrl}}`` for the
-    profiles without ``base_url``, when ``$OPENAI_BASE_URL`` is set and carries no secret."""
+    """The ``models`` entry of ``run.started`` metadata: ``{NAME: {baseUrl}}``.
+
+    For the profiles without ``base_url``, when ``$OPENAI_BASE_URL`` is set and carries no
+    secret (user info, a query).
+    """
     env = os.environ.get(ENV) or ""
     if not env or shown(env) != env:
         return {}

@@ -58,8 +58,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 
 def is_stale_connection(exc: BaseException) -> bool:
-    """Whether ``exc`` is a connection lost without an answer (a reused keep-alive
-    connection the server had closed): the request can be sent again at once."""
+    """Whether ``exc`` is a connection lost without an answer: sent again at once.
+
+    That is what a reused keep-alive connection the server had closed looks like.
+    """
     names = {type(e).__name__ for e in _causes(exc)}
     return bool(names & _STALE) and not names & _CONNECT
 

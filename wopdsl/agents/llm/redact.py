@@ -82,8 +82,10 @@ class StreamRedactor:
         return text
 
     def end(self) -> str:
-        """Return the rest, at the end of a complete stream (a broken stream drops it: it
-        may be most of the secret)."""
+        """Return the rest, at the end of a complete stream.
+
+        A broken stream drops it instead: it may be most of the secret.
+        """
         rest, self._pending = self._pending, ""
         return rest
 
