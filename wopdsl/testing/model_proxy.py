@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from wopdsl.testing._loopback import LoopbackService
+
 __all__ = ["ModelProxy", "ProxiedCall"]
 
 _MAX_HEAD = 65536
@@ -51,7 +53,7 @@ class ProxiedCall:
         return None if self.ended is None else self.ended - self.started
 
 
-class ModelProxy:
+class ModelProxy(LoopbackService):
     """A threaded TCP proxy on ``127.0.0.1`` for the server at ``upstream`` (a base URL).
 
     Args:
@@ -69,12 +71,11 @@ class ModelProxy:
         self.calls: list[ProxiedCall] = []
         """Every request forwarded, in arrival order."""
         self._lock = threading.Lock()
-        self._server: socketserver.ThreadingTCPServer | None = None
 
     @property
     def url(self) -> str:
         """The proxy's base URL (same path as the upstream's)."""
-        assert self._server is not None, "start the proxy first"
+        assert isinstance(self._server, socketserver.TCPServer), "start the proxy first"
         return f"http://127.0.0.1:{self._server.server_address[1]}{self.base_path}"
 
     def start(self) -> ModelProxy:
@@ -87,22 +88,7 @@ class ModelProxy:
 
         server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
-        self._server = server
-        threading.Thread(target=server.serve_forever, name="model-proxy", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop listening."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> ModelProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self._serve(server, "model-proxy")
 
     # -- one connection: one request --------------------------------------------------------
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from wopdsl.testing._loopback import LoopbackService
+
 __all__ = ["Answer", "CapturedRequest", "Cut", "Drop", "Endless", "Failure",
            "ScriptedModelServer"]
 
@@ -144,7 +146,7 @@ class CapturedRequest:
         return isinstance(self.body, dict) and bool(self.body.get("stream"))
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(LoopbackService):
     """A threaded HTTP server on ``127.0.0.1`` answering ``POST /v1/chat/completions``.
 
     Args:
@@ -163,8 +165,6 @@ class ScriptedModelServer:
         self.default: Scripted | None = None
         """Answer for any request whose queues are empty (else: HTTP 500 'script exhausted')."""
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._counter = 0
         self._tls = tls
 
@@ -187,7 +187,7 @@ class ScriptedModelServer:
     @property
     def url(self) -> str:
         """The API root to use as ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
-        assert self._server is not None, "start the server first"
+        assert isinstance(self._server, ThreadingHTTPServer), "start the server first"
         scheme = "https" if self._tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self._server.server_address[1]}/v1"
 
@@ -205,24 +205,7 @@ class ScriptedModelServer:
         if self._tls is not None:  # The handshake runs in the request's thread, on first read.
             server.socket = self._tls.wrap_socket(server.socket, server_side=True,
                                                   do_handshake_on_connect=False)
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self._serve(server, "scripted-model")
 
     def _completion_id(self) -> str:
         with self._lock:
