@@ -27,6 +27,9 @@ MODEL="$CACHE/SmolLM2-135M-Instruct.gguf"
 PIDFILE="$CACHE/server-$PORT.pid"
 LOG="$CACHE/server-$PORT.log"
 JOBS="${WOPDSL_LLAMA_JOBS:-2}"
+# One thread: on a shared machine ggml's threads spin-wait for each other at every layer, and
+# a descheduled one stalls the rest (two threads on two busy cores ran ~10x slower).
+THREADS="${WOPDSL_LLAMA_THREADS:-1}"
 PYTHON="${PYTHON:-python3}"
 
 say() { echo "llama.sh: $*" >&2; }
@@ -109,7 +112,7 @@ if ! running; then
     # -c: room for a council's prompts; -np 2: two parallel slots (bench compares two
     # clients); --no-repack: see above. setsid: the server outlives this script.
     setsid "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" --no-repack \
-        -c 8192 -np 2 -t "$JOBS" --no-webui >"$LOG" 2>&1 < /dev/null &
+        -c 8192 -np 2 -t "$THREADS" -a SmolLM2-135M-Instruct --no-webui >"$LOG" 2>&1 < /dev/null &
     echo $! > "$PIDFILE"
 fi
 for _ in $(seq 1 120); do
