@@ -136,3 +136,23 @@ async def test_replay_divergence_sequences_name_the_source_run(
     kinds_at = [(d["divergenceKind"], d["atSequence"]) for d in run.state.divergences]
     last = source.events[-1]["sequence"]
     assert kinds_at[0][0] == "output" and kinds_at[-1] == ("extra", last)
+
+
+def test_wop_run_without_a_server_says_where_it_looked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: the CLI's error names the URL tried and where it came from, at once."""
+    from tests.llm.test_cli import REPO, wop
+
+    (tmp_path / "councils").mkdir()
+    (tmp_path / "councils" / "llm-review.toml").write_bytes(
+        (REPO / "councils" / "llm-review.toml").read_bytes())
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    done = wop(tmp_path, "run", "councils/llm-review.toml", "--run-id", "nobody")
+    assert done.returncode == 1
+    shown = done.stdout + done.stderr
+    assert "error[TEAM_NODE_FAILED]: member proposer failed: MODEL_ERROR: model profile " \
+           f"'default': cannot connect to {url} (from OPENAI_BASE_URL)" in shown, shown
+    assert "Traceback" not in shown
+    events = wop(tmp_path, "events", "nobody").stdout
+    assert "node.retried" not in events
