@@ -30,7 +30,11 @@ JOBS="${WOPDSL_LLAMA_JOBS:-2}"
 # One thread: on a shared machine ggml's threads spin-wait for each other at every layer, and
 # a descheduled one stalls the rest (two threads on two busy cores ran ~10x slower).
 THREADS="${WOPDSL_LLAMA_THREADS:-1}"
-PYTHON="${PYTHON:-python3}"
+# pip: the project's venv when it exists (Debian's python3 may come without pip).
+VENV_PYTHON="$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python"
+if [[ -z "${PYTHON:-}" ]]; then
+    if [[ -x "$VENV_PYTHON" ]]; then PYTHON="$VENV_PYTHON"; else PYTHON=python3; fi
+fi
 
 say() { echo "llama.sh: $*" >&2; }
 
