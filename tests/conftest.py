@@ -20,6 +20,14 @@ MemberArg = Handler | Literal["human"] | Sequence[Mapping[str, Any]]
 MakeCouncil = Callable[..., Council]
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``real_model`` test needs the real server: skipped without it (failed in CI)."""
+    if item.get_closest_marker("real_model") is not None:
+        from tests.real_model import llama_url
+
+        llama_url()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """A fresh SQLite store file path (the file is created on first use)."""

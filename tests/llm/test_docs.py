@@ -37,3 +37,12 @@ def test_the_guide_shows_the_exact_request(server: ScriptedModelServer,
     captured = server.requests[0].body
     assert json.loads(block("captured-request")) == captured
     assert block("captured-request") == json.dumps(captured, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_the_guide_shows_the_answer_fields() -> None:
+    from wopdsl.agents.llm.prompts import answer_fields
+
+    table = GUIDE.split("<!-- answer-fields -->\n", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    assert [(r[0].strip("| `"), r[1], r[2].rstrip(" |")) for r in rows] == [
+        (f["name"], f["kind"], f["description"]) for f in answer_fields(True)]

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.llm.conftest import KEY, KEY_ENV, llm_council
-from wopdsl.agents.llm.client import _context_for, _tls_context
+from wopdsl.agents.llm.tls import _context_for
+from wopdsl.agents.llm.tls import tls_context as _tls_context
 from wopdsl.testing.model_server import Answer, ScriptedModelServer
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,

@@ -34,10 +34,10 @@ def test_run(path: Path, run_council: CouncilRunner, snapshot: SnapshotAssertion
     if any(m.engine == "llm" for m in load(path).spec.members):
         pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
         from wopdsl.testing.model_server import ScriptedModelServer
-        from wopdsl.testing.review_answers import review_answer
+        from wopdsl.testing.review_answers import council_answer
 
         server = ScriptedModelServer().start()
-        server.default = review_answer
+        server.default = council_answer
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         try:
             _run_and_lock(path, run_council, snapshot)

@@ -26,6 +26,13 @@ class TurnRecorder(Protocol):
     """The turn's current attempt (0-based; raised by :meth:`retried`)."""
     budget: RunBudget | None
     """The run's budget, shared by the turns in flight (``None``: no limits, no usage)."""
+    requestable: frozenset[str]
+    """The members a post of this turn may mention: those queued already, and those with a
+    turn left under their cap once the turns in flight are counted (a mention of anyone
+    else would fail the run with ``TEAM_TURN_LIMIT``)."""
+    endpoints: dict[str, str]
+    """Model profile name → the base URL the run recorded for it (``run.started`` metadata
+    ``models``), for profiles without ``base_url``: resume and forks call the same server."""
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:
         """Append one event (``prompt.composed``, ``provider.usage``, ``budget.*`` …)."""

@@ -247,7 +247,8 @@ def cmd_fork(ctx: Context, args: argparse.Namespace) -> int:
     store = ctx.store()
 
     async def begin() -> tuple[Run, str]:
-        new_id = fork(store, args.run, args.from_, mode=args.mode, run_id=args.run_id)
+        new_id = fork(store, args.run, args.from_, mode=args.mode, run_id=args.run_id,
+                      base_url=args.base_url)
         return council.open(new_id, store), (
             f"run {new_id} (fork of {args.run} at #{args.from_}, mode {args.mode}, "
             f"store {ctx.store_shown})")

@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
     cmd.add_argument("--council", metavar="FILE",
                      help="council file or MODULE:ATTR that re-binds python handlers")
+    cmd.add_argument("--base-url", metavar="URL",
+                     help="model server for profiles without base_url (default: the one "
+                          "the source run recorded)")
     _json_flag(cmd)
     return parser
 

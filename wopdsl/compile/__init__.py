@@ -16,6 +16,7 @@ from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
 from wopdsl.compile.handlers import handler_reference, import_handler
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
+from wopdsl.model.llm import DEFAULT_LLM_TURN_TIMEOUT_MS
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
 __all__ = ["CompiledMember", "CompiledRoom", "CouncilGraph", "compile", "handler_reference"]
@@ -63,13 +64,17 @@ def compile(
     for index, member in enumerate(spec.members):
         brief = _template(member.brief, f"members[{index}].brief", problems)
         timeout = member.turn_timeout_ms or settings.turn_timeout_ms
+        if timeout is None and member.engine == "llm":
+            timeout = DEFAULT_LLM_TURN_TIMEOUT_MS
         members[member.id] = CompiledMember(
             spec=member,
             index=index,
             cap=member.max_turns or settings.max_turns_per_member,
             rooms=tuple(r.id for r in spec.rooms if member.id in r.members),
             brief=brief,
-            agent=(_llm_agent(spec, member, index, clients, problems) if member.engine == "llm"
+            agent=(_llm_agent(spec, member, index, clients, problems,
+                              member.max_output_bytes or settings.max_output_bytes)
+                   if member.engine == "llm"
                    else _agent(member, index, handlers, base_dir, problems,
                                timeout / 1000 if timeout else None,
                                member.max_output_bytes or settings.max_output_bytes)),
@@ -162,7 +167,7 @@ def _agent(
 
 
 def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[str, Any],
-               problems: list[Problem]) -> MemberAgent | None:
+               problems: list[Problem], max_output_bytes: int) -> MemberAgent | None:
     # Imported here: the llm engine's modules are only needed by councils that use it (and
     # they import the openai package only when the first call is made).
     from wopdsl.agents.llm import LlmAgent, ProfileClient, PromptTemplates, RoomView
@@ -191,4 +196,4 @@ def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[
         else profile.temperature,
         max_output_tokens=member.max_output_tokens or profile.max_output_tokens,
         repair_attempts=member.repair_attempts if member.repair_attempts is not None
-        else DEFAULT_REPAIR_ATTEMPTS)
+        else DEFAULT_REPAIR_ATTEMPTS, max_output_bytes=max_output_bytes)

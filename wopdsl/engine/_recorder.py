@@ -19,9 +19,9 @@ from wopdsl.engine._writer import EventWriter
 from wopdsl.errors import StoreConflict
 from wopdsl.model.turns import Turn
 from wopdsl.protocol import payloads as p
-from wopdsl.state import Inflight
+from wopdsl.state import CouncilState, Inflight
 
-__all__ = ["CHUNK_INTERVAL_MS", "LiveRecords", "Recorder"]
+__all__ = ["CHUNK_INTERVAL_MS", "LiveRecords", "Recorder", "requestable"]
 
 CHUNK_INTERVAL_MS: Final = 50
 """Streamed text is committed at most this often per member, counted from the turn's start
@@ -66,6 +66,30 @@ class LiveRecords(EventWriter):
             return agent.take_recorded_turn(turn, Recorder(self, inflight, self._budget))
         return agent.take_turn(turn)
 
+    def model_endpoints(self) -> dict[str, str]:
+        """Profile name → the base URL the run recorded at its start.
+
+        See :mod:`wopdsl.agents.llm.endpoint`.
+        """
+        from wopdsl.agents.llm.endpoint import recorded_from
+
+        return recorded_from(self.state.metadata)
+
+    def _start_metadata(self) -> dict[str, Any]:
+        """What ``run.started`` metadata records for recording agents.
+
+        The base URL of each model profile that has none of its own, so resume and forks
+        call the same server.
+        """
+        spec = self.graph.spec
+        used = {m.model for m in spec.members if m.engine == "llm" and m.model}
+        if not used:
+            return {}
+        from wopdsl.agents.llm.endpoint import recorded_endpoints
+
+        models = recorded_endpoints((name, spec.models[name]) for name in sorted(used))
+        return {"models": models} if models else {}
+
     def _reserve_budget(self) -> None:
         """``budget.reserved`` at run start when the council sets a budget (RFC 0084 §C)."""
         settings = self.graph.spec.council
@@ -105,6 +129,17 @@ class LiveRecords(EventWriter):
                     self._emit(type_, payload, node_id=node)
 
 
+def requestable(state: CouncilState) -> frozenset[str]:
+    """Members a mention may request now without breaking a turn cap.
+
+    Those queued already (a mention shares their queued turn) and those with a turn left
+    once their turns in flight are counted.
+    """
+    queue, inflight = state.queue, state.inflight
+    return frozenset(m.id for m in state.members.values()
+                     if m.id in queue or m.turns + (m.id in inflight) < m.cap)
+
+
 class Recorder:
     """The :class:`~wopdsl.agents.base.TurnRecorder` of one turn in flight."""
 
@@ -115,7 +150,12 @@ class Recorder:
         self.node_id = inflight.member
         self.attempt = inflight.attempt
         self.budget = budget
+        self.requestable = requestable(engine.state)
+        self.endpoints = engine.model_endpoints()
         self._text: list[str] = []
+        self._streams = 0
+        """Streams of this attempt already ended (a repair's call streams on a channel of
+        its own: ``attempt-N``, then ``attempt-N.repair-1`` …)."""
         # Counted from the turn's start: a model answering within the interval has its text
         # committed once, with its usage, not a first chunk alone plus the rest. On the run's
         # clock, so a deterministic run (a fixed clock) also splits its text the same way.
@@ -137,10 +177,14 @@ class Recorder:
 
     def _emit_chunk(self, now: int, *, last: bool) -> None:
         self._sent = now
+        channel = f"attempt-{self.attempt}"
+        if self._streams:
+            channel += f".repair-{self._streams}"
         payload: dict[str, Any] = {"nodeId": self.node_id, "chunk": "".join(self._text),
-                                   "channel": f"attempt-{self.attempt}"}
+                                   "channel": channel}
         if last:
             payload["isLast"] = True
+            self._streams += 1
         self._text = []
         self.record("output.chunk", payload)
 
@@ -152,6 +196,7 @@ class Recorder:
         if self._text:
             self._emit_chunk(self._clock.now_ms(), last=False)
         self.attempt += 1
+        self._streams = 0
         inflight = self._inflight
         self.record("node.retried", {"nodeId": self.node_id, "attempt": self.attempt,
                                      "delayMs": delay_ms, "lastError": error})

@@ -18,11 +18,19 @@ def check_result(
 ) -> dict[str, Any]:
     """Return the wire result ``{summary, data?, posts?}`` or raise ``RESULT_INVALID``.
 
-    Every post is checked before any is accepted: the room exists and is open, the sender
-    belongs to it, every mention belongs to it, and the content satisfies its turn schema.
+    Every post is checked before any is accepted: the room exists and is open, the text is
+    not blank, the sender belongs to it, every mention belongs to it, and the content
+    satisfies its turn schema — the rules a person's post obeys. A member mentioned twice
+    in one post is kept once, as in a person's post.
     """
     result = _normalise(raw, member.id)
     posts = result.get("posts", [])
+    for post in posts:
+        if len(post["mentions"]) > 1 and len(set(post["mentions"])) != len(post["mentions"]):
+            # Each member once, as in a person's post (the message reaches it once anyway).
+            posts = [{**p, "mentions": list(dict.fromkeys(p["mentions"]))} for p in posts]
+            result = {**result, "posts": posts}
+            break
     for index, post in enumerate(posts):
         problem = post_problem(graph, state, member.id, post["roomId"], post["text"],
                                post["mentions"])
@@ -45,6 +53,8 @@ def post_problem(
     room = graph.rooms.get(room_id)
     if room is None:
         return f"room '{room_id}' does not exist (rooms: {', '.join(graph.rooms) or 'none'})"
+    if not text.strip():
+        return "the post is empty (a post needs some text)"
     if sender not in room.member_set:
         return f"{sender} is not a member of room '{room_id}' ({', '.join(room.members)})"
     for target in mentions:

@@ -96,7 +96,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
                 raise StoreConflict(f"run {self.run_id} already exists",
                                     hint="choose another --run-id, or resume that run")
             spec = self.graph.spec
-            extra = dict(self.metadata)
+            extra = {**self._start_metadata(), **self.metadata}
             if self.graph.source:
                 extra.setdefault("source", self.graph.source)
             definition = self.graph.definition or spec.definition()

@@ -5,11 +5,15 @@ then continues. In ``branch`` mode it simply goes on. In ``replay`` mode members
 and every turn is compared with the source's turn at the same dispatch position; a
 difference appends ``replay.diverged {sourceRunId, atSequence, divergenceKind}``. Human turns
 are never re-asked: the source's human input is applied again from its log.
+``replay.diverged.atSequence`` always names a sequence of the *source* run: the source turn
+that differs or is missing, or for an ``extra`` turn the source's last event (the source
+ended without it).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,11 +38,15 @@ def fork(
     *,
     mode: ForkMode = "branch",
     run_id: str | None = None,
+    base_url: str | None = None,
 ) -> str:
     """Create a run whose log is ``source_run_id``'s up to ``at_sequence``; return its id.
 
     A cut inside a batch settlement is moved back before that turn's completion, so the
-    turn runs again in the fork rather than losing its posts.
+    turn runs again in the fork rather than losing its posts. The fork's ``llm`` members
+    call the server their source run recorded (its ``$OPENAI_BASE_URL`` at start), not
+    whatever the environment says now; ``base_url`` points every model profile without a
+    ``base_url`` of its own at another server (recorded in the fork's log).
 
     Raises:
         RunNotFound: no such source run.
@@ -66,8 +74,22 @@ def fork(
     copied = [_rewrite(e, source_run_id, new_id) for e in events[: cut + 1]]
     metadata = copied[0]["payload"].setdefault("metadata", {})
     metadata["forkedFrom"] = {"runId": source_run_id, "atSequence": cut, "mode": mode}
+    if base_url is not None:
+        _point_models(metadata, base_url)
     store.append(new_id, copied, 0)
     return new_id
+
+
+def _point_models(metadata: dict[str, Any], base_url: str) -> None:
+    from wopdsl.agents.llm.endpoint import shown
+
+    if not re.fullmatch(r"https?://\S+", base_url) or shown(base_url) != base_url:
+        raise ValidationError("--base-url must be an http(s) URL without user info, query "
+                              "or fragment (it is recorded in the fork's log)",
+                              hint="e.g. http://127.0.0.1:8089/v1")
+    models = (metadata.get("council") or {}).get("models") or {}
+    metadata["models"] = {name: {"baseUrl": base_url} for name, profile in models.items()
+                          if isinstance(profile, dict) and not profile.get("base_url")}
 
 
 def _consistent_cut(events: list[RunEventDoc], at: int) -> int:
@@ -121,7 +143,8 @@ class ReplayEngine(Engine):
         self.source_run_id: str = origin.get("runId", "")
         source = store.read(self.source_run_id)
         self._turns: dict[int, _SourceTurn] = {}
-        self._human: list[HumanInput] = []
+        self._human: list[tuple[_SourceTurn, HumanInput]] = []
+        self._source_end = source[-1]["sequence"] if source else 0
         started: dict[str, int] = {}
         for event in source:
             payload = event["payload"]
@@ -130,11 +153,11 @@ class ReplayEngine(Engine):
             elif event["type"] in ("node.completed", "node.failed") and \
                     payload.get("nodeId") in started:
                 position = started.pop(payload["nodeId"])
-                self._turns[position] = _SourceTurn(event["sequence"], event["eventId"],
-                                                    event["type"], payload.get("outputs"))
+                turn = self._turns[position] = _SourceTurn(
+                    event["sequence"], event["eventId"], event["type"], payload.get("outputs"))
                 member = self.graph.members.get(payload["nodeId"])
                 if member is not None and member.awaited and position >= self.state.next_position:
-                    self._human.append(_human_input(payload))
+                    self._human.append((turn, _human_input(payload)))
         self._seen = {p for p in self._turns if p < self.state.next_position}
 
     def after_settle(self, batch: list[Inflight]) -> None:
@@ -143,8 +166,8 @@ class ReplayEngine(Engine):
             self._seen.add(inflight.position)
             mine = self.state.members[inflight.member]
             source = self._turns.get(inflight.position)
-            if source is None:
-                self._diverged(self.state.last_sequence, "extra", None)
+            if source is None:  # the source run ended (at its last sequence) without it
+                self._diverged(self._source_end, "extra", None)
             elif (source.type == "node.failed") != mine.failed:
                 self._diverged(source.sequence, "type-mismatch", source.event_id)
             elif not mine.failed and source.outputs != mine.result:
@@ -153,11 +176,11 @@ class ReplayEngine(Engine):
     def supply_input(self) -> bool:
         """Re-apply the source's next human input instead of asking again."""
         while self._human:
-            entry = self._human.pop(0)
+            source, entry = self._human.pop(0)
             try:
                 self.apply_human(entry)
             except ValidationError:
-                self._diverged(self.state.last_sequence, "missing", None)
+                self._diverged(source.sequence, "missing", source.event_id)
                 continue
             self._seen.add(self.state.next_position - 1)
             return True

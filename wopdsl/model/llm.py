@@ -25,6 +25,7 @@ from wopdsl._ids import MAX_SAFE_INT
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
+    "DEFAULT_LLM_TURN_TIMEOUT_MS",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_REPAIR_ATTEMPTS",
     "ModelProfile",
@@ -40,6 +41,9 @@ DEFAULT_MAX_OUTPUT_TOKENS = 800
 """Most completion tokens a call may produce unless the profile or member says otherwise."""
 DEFAULT_REPAIR_ATTEMPTS = 1
 """How often an invalid answer is re-asked with the validation error, by default."""
+DEFAULT_LLM_TURN_TIMEOUT_MS = 900_000
+"""The turn timeout of an ``llm`` member when neither it nor the council sets
+``turn_timeout_ms`` (15 minutes: calls, retries and repairs together)."""
 
 
 def _finite(value: float) -> float:
@@ -101,7 +105,7 @@ class ModelProfile(BaseModel):
     retry_backoff_ms: Annotated[StrictInt, Field(ge=0, le=600_000)] = 500
     """First retry delay; doubles per retry, with jitter; ``Retry-After`` wins."""
     request_timeout_ms: Annotated[StrictInt, Field(ge=1, le=MAX_SAFE_INT)] | None = None
-    """Per-call HTTP timeout (none: the turn's ``turn_timeout_ms`` bounds the call)."""
+    """A call's total deadline, streaming included (none: 300000, five minutes)."""
     observability: Observability = "hashed"
     """``prompt.composed`` carries hashes only, or (``full``) the composed prompts too."""
 

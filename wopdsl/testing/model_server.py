@@ -13,9 +13,10 @@ every request is captured::
 Answers are taken in order from the queue of the member that calls (found by the
 ``member id: NAME`` line of wopdsl's default system prompt), else from the shared queue;
 ``add(..., member="critic")`` scripts one member. An answer may be a callable taking the
-:class:`CapturedRequest` and returning an answer. Plain JSON or SSE streaming is chosen by
-the request's ``stream`` flag, as a real server does. Standard library only (``http.server``
-in a thread), so it needs nothing beyond the ``openai`` client under test.
+:class:`CapturedRequest` and returning an answer; ``Failure``, ``Cut``, ``Drop`` and
+``Endless`` script faults. Plain JSON or SSE streaming is chosen by the request's ``stream``
+flag, as a real server does. Standard library only (``http.server`` in a thread), so it
+needs nothing beyond the ``openai`` client under test.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "ScriptedModelServer"]
+from wopdsl.testing._loopback import LoopbackService
+
+__all__ = ["Answer", "CapturedRequest", "Cut", "Drop", "Endless", "Failure",
+           "ScriptedModelServer"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
 
@@ -96,7 +100,33 @@ class Cut:
         return self.content if isinstance(self.content, str) else json.dumps(self.content)
 
 
-Scripted = Answer | Failure | Cut | Callable[["CapturedRequest"], "Answer | Failure | Cut"]
+@dataclass(frozen=True)
+class Drop:
+    """The connection closes as soon as the request is read: no answer at all.
+
+    As a server does with a keep-alive connection it has just timed out.
+    """
+
+
+@dataclass(frozen=True)
+class Endless:
+    """A stream that never ends by itself: ``piece`` over and over, no ``finish_reason``.
+
+    It goes on until the client hangs up or ``max_s`` passes.
+
+    Args:
+        piece: The text of each chunk.
+        delay_s: Seconds between chunks.
+        max_s: A safety stop for the server thread.
+    """
+
+    piece: str = "la "
+    delay_s: float = 0.0
+    max_s: float = 60.0
+
+
+Outcome = Answer | Failure | Cut | Drop | Endless
+Scripted = Outcome | Callable[["CapturedRequest"], Outcome]
 
 
 @dataclass
@@ -116,7 +146,7 @@ class CapturedRequest:
         return isinstance(self.body, dict) and bool(self.body.get("stream"))
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(LoopbackService):
     """A threaded HTTP server on ``127.0.0.1`` answering ``POST /v1/chat/completions``.
 
     Args:
@@ -135,8 +165,6 @@ class ScriptedModelServer:
         self.default: Scripted | None = None
         """Answer for any request whose queues are empty (else: HTTP 500 'script exhausted')."""
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._counter = 0
         self._tls = tls
 
@@ -159,7 +187,7 @@ class ScriptedModelServer:
     @property
     def url(self) -> str:
         """The API root to use as ``base_url`` (``http://127.0.0.1:PORT/v1``)."""
-        assert self._server is not None, "start the server first"
+        assert isinstance(self._server, ThreadingHTTPServer), "start the server first"
         scheme = "https" if self._tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self._server.server_address[1]}/v1"
 
@@ -177,24 +205,7 @@ class ScriptedModelServer:
         if self._tls is not None:  # The handshake runs in the request's thread, on first read.
             server.socket = self._tls.wrap_socket(server.socket, server_side=True,
                                                   do_handshake_on_connect=False)
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self._serve(server, "scripted-model")
 
     def _completion_id(self) -> str:
         with self._lock:
@@ -252,8 +263,20 @@ class _Handler(BaseHTTPRequestHandler):
         if scripted is None:
             self._error(500, "script exhausted: no answer queued for this request")
             return
+        try:
+            self._answer(scripted, request, body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client hung up (it may: it has its answer)
+
+    def _answer(self, scripted: Outcome, request: CapturedRequest, body: Any) -> None:
+        owner = self.server_owner
         model = str(owner.model_name or (body.get("model") if isinstance(body, dict) else "m"))
-        if isinstance(scripted, Failure):
+        if isinstance(scripted, Drop):
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+        elif isinstance(scripted, Endless):
+            self._endless(model, scripted)
+        elif isinstance(scripted, Failure):
             time.sleep(scripted.delay_s)
             headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
             self._error(scripted.status, scripted.message, headers)
@@ -328,6 +351,23 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")
+
+    def _endless(self, model: str, endless: Endless) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        base = {"id": self.server_owner._completion_id(), "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": model}
+        chunk = json.dumps({**base, "choices": [{"index": 0, "delta": {"content": endless.piece},
+                                                 "finish_reason": None}]})
+        data = f"data: {chunk}\n\n".encode()
+        stop = time.monotonic() + endless.max_s
+        while time.monotonic() < stop:
+            self._chunk(data)
+            if endless.delay_s:
+                time.sleep(endless.delay_s)
+        self.close_connection = True
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -21,6 +21,7 @@ from typing import Any, Final
 __all__ = [
     "DURATION_KEYS",
     "PATH_KEYS",
+    "URL_KEYS",
     "TIME_KEYS",
     "dump_events",
     "is_transcript",
@@ -35,6 +36,10 @@ DURATION_KEYS: Final = frozenset({"durationMs", "elapsedMs"})
 
 PATH_KEYS: Final = frozenset({"source"})
 """Keys whose values are file paths (machine-specific); replaced by ``<path:NAME>``."""
+
+URL_KEYS: Final = frozenset({"baseUrl"})
+"""Keys whose values are server addresses (a run's model server: a port that changes);
+replaced by ``<url>``."""
 
 # Ids are minted from [A-Za-z0-9._~-]; a placeholder only replaces a whole id, never the
 # middle of a longer one ("run-1" must not touch "run-10").
@@ -67,7 +72,7 @@ def normalise_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     - event ids -> ``<event:SEQ>`` (``<event:2:SEQ>`` for a second run), also where they are
       referenced (``causationId``); a reference to an event outside the list -> ``<event:?N>``;
     - :data:`TIME_KEYS` -> ``<ts>``, :data:`DURATION_KEYS` -> ``<duration>``,
-      :data:`PATH_KEYS` -> ``<path:file-name>``.
+      :data:`PATH_KEYS` -> ``<path:file-name>``, :data:`URL_KEYS` -> ``<url>``.
 
     Args:
         events: A run's events: ``run.events``, ``store.read(run_id)`` or any list of dicts.
@@ -119,6 +124,8 @@ class _Normaliser:
                 return "<ts>"
             if key in DURATION_KEYS:
                 return "<duration>"
+            if key in URL_KEYS and isinstance(value, str):
+                return "<url>"
             if key in PATH_KEYS and isinstance(value, str) and not value.startswith("<path:"):
                 return f"<path:{_SEPARATORS.split(value)[-1]}>"
             if key in {"eventId", "causationId", "correlationId"} and isinstance(value, str):

@@ -1,8 +1,11 @@
-"""Scripted answers for ``councils/llm-review.toml`` (tests, the example notebook, the bench).
+"""Scripted answers for the ``llm`` councils in ``councils/`` (tests, the notebook, benches).
 
-:func:`review_answer` answers like a model playing the proposer or the critic would, keyed
-by the member and the turn number in wopdsl's default prompts, so the council runs end to
-end against a :class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback.
+:func:`review_answer` answers like a model playing the proposer or the critic of
+``councils/llm-review.toml`` would, :func:`signoff_answer` the planner and critic of
+``councils/llm-signoff.toml``, keyed by the member and the turn number in wopdsl's default
+prompts, so the councils run end to end against a
+:class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback; :func:`council_answer`
+picks the right one.
 """
 
 from __future__ import annotations
@@ -11,17 +14,47 @@ import re
 
 from wopdsl.testing.model_server import Answer, CapturedRequest
 
-__all__ = ["review_answer"]
+__all__ = ["council_answer", "review_answer", "signoff_answer"]
 
 _TURN = re.compile(r"This is your turn (\d+)\.")
 
 
-def review_answer(request: CapturedRequest) -> Answer:
-    """The scripted model's answer to one request of the llm-review council."""
+def _turn(request: CapturedRequest) -> int:
     messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
     user = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
     found = _TURN.search(str(user))
-    turn = int(found.group(1)) if found else 1
+    return int(found.group(1)) if found else 1
+
+
+def council_answer(request: CapturedRequest) -> Answer:
+    """The answer for a member of either council (``planner`` is the signoff council's)."""
+    system = str(request.body["messages"][0].get("content", "")) if isinstance(
+        request.body, dict) and request.body.get("messages") else ""
+    return signoff_answer(request) if "member id: planner" in system or (
+        "planner" in system and request.member == "critic") else review_answer(request)
+
+
+def signoff_answer(request: CapturedRequest) -> Answer:
+    """The scripted model's answer to one request of the llm-signoff council."""
+    turn = _turn(request)
+    if request.member == "critic":
+        content: dict[str, object] = {"summary": "Named the biggest risk.", "posts": [{
+            "roomId": "desk", "mentions": ["planner"],
+            "text": "The biggest risk is secrets: move them to the new runner first."}]}
+    elif turn == 1:
+        content = {"summary": "Drafted a plan.", "posts": [{
+            "roomId": "desk", "mentions": ["critic"],
+            "text": "Port the two pipelines one by one, run both for a week, then switch."}]}
+    else:
+        content = {"summary": "Asked the owner to sign off.", "posts": [{
+            "roomId": "signoff", "mentions": ["owner"],
+            "text": "Final plan: secrets first, then both pipelines side by side for a week."}]}
+    return Answer(content, usage=(200 + 40 * turn, 50), chunks=1)
+
+
+def review_answer(request: CapturedRequest) -> Answer:
+    """The scripted model's answer to one request of the llm-review council."""
+    turn = _turn(request)
     if request.member == "critic":
         content: dict[str, object] = {"summary": "Named the weakest claim.", "posts": [{
             "roomId": "desk", "mentions": ["proposer"],

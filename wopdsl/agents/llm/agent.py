@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 from wopdsl.agents.base import MemberAgent, TurnRecorder
 from wopdsl.agents.budget import estimate_tokens
-from wopdsl.agents.llm.answers import AnswerProblem, check_answer, result_schema
+from wopdsl.agents.llm.answers import AnswerBounds, AnswerProblem, check_answer, result_schema
 from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
+from wopdsl.agents.llm.endpoint import resolve
 from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Turn
@@ -41,6 +42,7 @@ class LlmAgent(MemberAgent):
         temperature: The effective temperature (``None``: the server's default).
         max_output_tokens: The effective completion-token cap per call.
         repair_attempts: How often an invalid answer is re-asked.
+        max_output_bytes: The member's ``max_output_bytes`` (bounds streamed text too).
     """
 
     kind: ClassVar[str] = "llm"
@@ -48,7 +50,7 @@ class LlmAgent(MemberAgent):
 
     def __init__(self, member: str, client: ProfileClient, templates: PromptTemplates, *,
                  temperature: float | None, max_output_tokens: int,
-                 repair_attempts: int) -> None:
+                 repair_attempts: int, max_output_bytes: int = 262_144) -> None:
         self.member = member
         self.client = client
         self.profile = client.profile
@@ -57,9 +59,16 @@ class LlmAgent(MemberAgent):
         self.temperature = temperature
         self.max_output_tokens = max_output_tokens
         self.repair_attempts = repair_attempts
-        self.schema = result_schema(self.rooms)
+        self.max_output_bytes = max_output_bytes
+        self.bounds = AnswerBounds.of(len(self.rooms), max_output_tokens, max_output_bytes)
+        self.schema = result_schema(self.rooms, self.bounds)
+        """The schema when everyone may be mentioned (each turn's leaves out spent members)."""
+        self._schemas: dict[frozenset[str], dict[str, Any]] = {}
         self.provenance: dict[str, str] | None = {"provider": self.profile.provider,
                                                   "model": self.profile.model}
+        """RFC 0109 provenance of this member's posts: the model the server reported for
+        the member's last answer (the profile's model name until one came)."""
+        self._others = frozenset(m for room in self.rooms for m in room.members)
 
     async def start(self) -> None:
         """Count a run using the profile's connections."""
@@ -73,7 +82,18 @@ class LlmAgent(MemberAgent):
         """Not used: the engine calls :meth:`take_recorded_turn` (``records = True``)."""
         raise TurnError("TEAM_NODE_FAILED", "llm members run through the engine's recorder")
 
-    def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def turn_schema(self, requestable: frozenset[str]) -> dict[str, Any]:
+        """The result schema of a turn in which only ``requestable`` may be mentioned."""
+        key = requestable & self._others
+        if key == self._others:
+            return self.schema
+        schema = self._schemas.get(key)
+        if schema is None:
+            schema = self._schemas[key] = result_schema(self.rooms, self.bounds, key)
+        return schema
+
+    def request(self, messages: list[dict[str, str]],
+                schema: dict[str, Any] | None = None) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for these messages."""
         request: dict[str, Any] = {"model": self.profile.model, "messages": messages,
                                    "max_tokens": self.max_output_tokens}
@@ -81,7 +101,7 @@ class LlmAgent(MemberAgent):
             request["temperature"] = self.temperature
         if self.profile.structured_output == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "turn_result", "strict": True, "schema": self.schema}}
+                "name": "turn_result", "strict": True, "schema": schema or self.schema}}
         else:
             request["response_format"] = {"type": "json_object"}
         if self.profile.stream:
@@ -91,8 +111,10 @@ class LlmAgent(MemberAgent):
 
     async def take_recorded_turn(self, turn: Turn, recorder: TurnRecorder) -> object:
         """Compose the prompt, call the model, check the answer, repair it if needed."""
+        requestable = recorder.requestable
+        spent = self._others - requestable
         try:
-            composed = self.templates.compose(turn)
+            composed = self.templates.compose(turn, spent)
         except Exception as exc:
             raise TurnError("RESULT_INVALID", f"the prompt of {self.member} failed to render "
                             f"({type(exc).__name__}: {exc}); fix system_prompt/turn_prompt"
@@ -101,14 +123,19 @@ class LlmAgent(MemberAgent):
             recorder.node_id, full=self.profile.observability == "full"))
         messages = [{"role": "system", "content": composed.system},
                     {"role": "user", "content": composed.user}]
+        schema = self.turn_schema(requestable)
         attempts = self.repair_attempts + 1
         for attempt in range(1, attempts + 1):
-            completion = await self._call(messages, recorder)
+            completion = await self._call(messages, schema, recorder)
             try:
                 if completion.finish_reason == "refusal":
                     raise AnswerProblem("refusal", "the model refused to answer")
-                return check_answer(completion.text, self.rooms,
-                                    truncated=completion.finish_reason == "length")
+                result = check_answer(completion.text, self.rooms,
+                                      truncated=completion.finish_reason == "length",
+                                      bounds=self.bounds, requestable=requestable)
+                self.provenance = {"provider": self.profile.provider,
+                                   "model": completion.model}
+                return self.client.redact(result)
             except AnswerProblem as problem:
                 if attempt < attempts and problem.reason != "refusal":
                     recorder.record("envelope.retry.attempted", {
@@ -127,10 +154,10 @@ class LlmAgent(MemberAgent):
                                 {"reason": problem.reason, "attempts": attempt}) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _call(self, messages: list[dict[str, str]],
+    async def _call(self, messages: list[dict[str, str]], schema: dict[str, Any],
                     recorder: TurnRecorder) -> Completion:
         """One model call: budget reservation, transport retries, usage."""
-        request = self.request(messages)
+        request = self.request(messages, schema)
         prompt_tokens = estimate_tokens(json.dumps(messages, ensure_ascii=False))
         worst_tokens = prompt_tokens + self.max_output_tokens
         worst_cost = self.profile.cost_usd(prompt_tokens, self.max_output_tokens)
@@ -151,7 +178,7 @@ class LlmAgent(MemberAgent):
         output_tokens = (completion.output_tokens if completion.output_tokens is not None
                          else estimate_tokens(completion.text))
         cost = self.profile.cost_usd(input_tokens, output_tokens)
-        usage: dict[str, Any] = {"provider": self.profile.provider, "model": self.profile.model,
+        usage: dict[str, Any] = {"provider": self.profile.provider, "model": completion.model,
                                  "inputTokens": input_tokens, "outputTokens": output_tokens,
                                  "totalTokens": input_tokens + output_tokens,
                                  "nodeId": recorder.node_id}
@@ -189,10 +216,12 @@ class LlmAgent(MemberAgent):
     async def _with_retries(self, request: dict[str, Any],
                             recorder: TurnRecorder) -> Completion:
         on_text = recorder.chunk if request.get("stream") else None
+        endpoint = resolve(self.profile, recorder.endpoints.get(self.client.name))
         retries = self.profile.retries
         for index in range(retries + 1):
             try:
-                completion = await self.client.complete(request, on_text)
+                completion = await self.client.complete(request, on_text, endpoint=endpoint,
+                                                        max_bytes=self.max_output_bytes)
                 if on_text is not None:
                     recorder.chunk("", last=True)
                 return completion
@@ -201,7 +230,7 @@ class LlmAgent(MemberAgent):
                 if failure.status is not None:
                     details["status"] = failure.status
                 if not failure.retryable:
-                    raise TurnError("MODEL_ERROR", failure.message, details) from None
+                    raise TurnError(failure.code, failure.message, details) from None
                 if index == retries:
                     raise TurnError("MODEL_ERROR", f"{failure.message} (gave up after "
                                     f"{retries + 1} attempt(s))", details) from None

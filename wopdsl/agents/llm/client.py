@@ -1,83 +1,56 @@
 """One model profile's connection: the official ``openai`` async client, used one call at a time.
 
-``openai`` is imported on the first call, never at ``import wopdsl`` or ``compile()``. Its own
-retries are off (``max_retries=0``): the engine retries and records each retry. The API key
-is read from the profile's environment variable when a call is made and is never put in an
-error, an event or a log line (every message from the server is scrubbed of it).
+``openai`` is imported on the first call, never at ``import wopdsl`` or ``compile()``, and
+that first import (with the TLS context it needs) runs in a worker thread: the event loop of
+a host serving other runs never stalls on it. The client's own retries are off
+(``max_retries=0``): the engine retries and records each retry — except a request that a
+reused keep-alive connection lost before any answer came, which is sent again at once.
+
+Every call is bounded: a total deadline (``request_timeout_ms``, default
+:data:`DEFAULT_CALL_TIMEOUT_MS`, streaming included), ``max_output_tokens`` counted on our side
+while streaming (a server that ignores ``max_tokens`` is cut off), and the streamed bytes
+counted against the member's ``max_output_bytes``. The API key is read from the profile's
+environment variable when a call is made and goes only into the ``Authorization`` header:
+everything the server sends back is redacted of it (:mod:`wopdsl.agents.llm.redact`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import functools
 import os
-import ssl
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from wopdsl.agents.llm.answers import BOUND_KEYWORDS, strip_bounds
+from wopdsl.agents.llm.endpoint import Endpoint
+from wopdsl.agents.llm.failures import CallFailure, failure_of, is_stale_connection
+from wopdsl.agents.llm.redact import Redactor, redactor
+from wopdsl.agents.llm.tls import tls_context, tls_context_ready
 from wopdsl.model.llm import ModelProfile
 
-__all__ = ["CallFailure", "Completion", "ProfileClient"]
+__all__ = ["DEFAULT_CALL_TIMEOUT_MS", "CallFailure", "Completion", "ProfileClient"]
+
+DEFAULT_CALL_TIMEOUT_MS = 300_000
+"""A call's total deadline when the profile sets no ``request_timeout_ms`` (5 minutes)."""
 
 _NO_KEY = "not-set"
 """Sent when the key variable is unset (local servers need none; others answer 401)."""
-
-_MAX_RETRY_AFTER_S = 120.0
-
-
-def _tls_context() -> ssl.SSLContext:
-    """The process's TLS context for the CA settings in effect, built as httpx builds its own.
-
-    An ``AsyncOpenAI`` made without one loads the CA bundle again (about 20 ms), and a run
-    makes its clients afresh (they are closed when the run stops), so the context is built
-    once per ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` pair and reused. Those variables are
-    honoured, as httpx does (read at each call, so changing them takes effect for the next
-    client); otherwise certifi's bundle, httpx's default.
-    """
-    return _context_for(os.environ.get("SSL_CERT_FILE") or None,
-                        os.environ.get("SSL_CERT_DIR") or None)
-
-
-@functools.cache
-def _context_for(cafile: str | None, capath: str | None) -> ssl.SSLContext:
-    if not cafile and not capath:
-        try:
-            import certifi
-        except ImportError:  # pragma: no cover - httpx depends on certifi
-            return ssl.create_default_context()
-        cafile = certifi.where()
-    return ssl.create_default_context(cafile=cafile, capath=capath)
+_MAX_MODEL_NAME = 256
+_CONNECT_TIMEOUT_S = 10.0
+"""A server that does not even accept the connection within this is not there."""
 
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """What one successful call returned."""
+    """What one successful call returned (redacted of the key)."""
 
     text: str
     input_tokens: int | None
     output_tokens: int | None
     finish_reason: str | None
     model: str
-
-
-class CallFailure(Exception):
-    """A failed call: ``retryable`` for 429/5xx/timeouts/dropped connections.
-
-    Attributes:
-        status: The HTTP status, when the server answered.
-        retry_after_s: The server's ``Retry-After`` in seconds, when it sent one.
-    """
-
-    def __init__(self, message: str, *, retryable: bool, status: int | None = None,
-                 retry_after_s: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.status = status
-        self.retry_after_s = retry_after_s
+    """The model the server says answered (the requested name when it says none)."""
 
 
 class ProfileClient:
@@ -91,6 +64,10 @@ class ProfileClient:
     def __init__(self, name: str, profile: ModelProfile) -> None:
         self.name = name
         self.profile = profile
+        self.deadline_s = (profile.request_timeout_ms or DEFAULT_CALL_TIMEOUT_MS) / 1000
+        self.bounded_schema = True
+        """Whether requests keep the schema's bounds (``maxItems`` …); off once the server
+        refused them (some strict modes do): the answers are still checked against them."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._clients: dict[tuple[str | None, str], Any] = {}
@@ -122,175 +99,185 @@ class ProfileClient:
             for client in clients:
                 await client.close()
 
-    def _client(self, key: str) -> Any:
-        from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # the extra, on first call
+    async def _client(self, endpoint: Endpoint, key: str) -> Any:
+        if not tls_context_ready():
+            # The first call of the process: import openai (~0.5 s) and load the CA bundle
+            # off the event loop.
+            await asyncio.to_thread(_prepare)
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Timeout
 
-        base_url = self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        cache_key = (base_url, key)
+        cache_key = (endpoint.url, key)
         client = self._clients.get(cache_key)
         if client is None:
-            timeout = (self.profile.request_timeout_ms / 1000
-                       if self.profile.request_timeout_ms else 600.0)
-            client = AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
+            timeout = Timeout(self.deadline_s, connect=min(self.deadline_s, _CONNECT_TIMEOUT_S))
+            client = AsyncOpenAI(api_key=key, base_url=endpoint.url, max_retries=0,
                                  timeout=timeout,
-                                 http_client=DefaultAsyncHttpxClient(verify=_tls_context()))
+                                 http_client=DefaultAsyncHttpxClient(verify=tls_context()))
             self._clients[cache_key] = client
         return client
+
+    def redact(self, value: Any) -> Any:
+        """A JSON value with the profile's key (in any form :mod:`.redact` knows) removed.
+
+        For what a model's answer decoded to: a JSON escape can spell the key.
+        """
+        key = os.environ.get(self.profile.api_key_env)
+        return redactor(key).data(value) if key and key != _NO_KEY else value
 
     # -- one call --------------------------------------------------------------------------
 
     async def complete(self, request: dict[str, Any],
-                       on_text: Callable[[str], None] | None = None) -> Completion:
+                       on_text: Callable[[str], None] | None = None, *,
+                       endpoint: Endpoint, max_bytes: int) -> Completion:
         """Send one chat completion (streamed when the request says so).
 
         Args:
             request: The keyword arguments of ``chat.completions.create``.
-            on_text: Called with each streamed piece of text as it arrives.
+            on_text: Called with each streamed piece of text as it arrives (redacted).
+            endpoint: Where to send it.
+            max_bytes: Most bytes of text the answer may have (``max_output_bytes``).
 
         Raises:
-            CallFailure: the call failed (scrubbed of the key).
+            CallFailure: the call failed (its message names the endpoint, never the key).
         """
         self._bind()
         key = os.environ.get(self.profile.api_key_env) or _NO_KEY
+        redact = redactor(key if key != _NO_KEY else None)
         assert self._semaphore is not None
         async with self._semaphore:
             try:
-                client = self._client(key)
-                if request.get("stream"):
-                    return await self._stream(client, request, on_text)
-                response = await client.chat.completions.create(**request)
-                return _completion(response, request["model"])
+                async with asyncio.timeout(self.deadline_s):
+                    return await self._send(request, on_text, endpoint, key, redact,
+                                            max_bytes)
             except CallFailure:
                 raise
+            except TimeoutError:
+                raise CallFailure(f"model profile '{self.name}': the call to "
+                                  f"{endpoint.describe()} took longer than "
+                                  f"{self.deadline_s:g} s (request_timeout_ms)",
+                                  retryable=True) from None
             except Exception as exc:
-                raise self._failure(exc, key) from None
+                raise failure_of(exc, self.name, self.profile.api_key_env, endpoint, redact,
+                                 no_key=key == _NO_KEY) from None
+
+    async def _send(self, request: dict[str, Any], on_text: Callable[[str], None] | None,
+                    endpoint: Endpoint, key: str, redact: Redactor,
+                    max_bytes: int) -> Completion:
+        client = await self._client(endpoint, key)
+        for again in (True, True, False):
+            body = request if self.bounded_schema else _unbounded(request)
+            progress: list[str] = []
+            try:
+                if body.get("stream"):
+                    return await self._stream(client, body, on_text, redact, max_bytes,
+                                              progress)
+                response = await client.chat.completions.create(**body)
+                return _completion(response, body["model"], redact, max_bytes)
+            except Exception as exc:
+                if again and not progress and is_stale_connection(exc):
+                    continue  # a keep-alive connection the server had closed: send again
+                if again and self.bounded_schema and _refuses_bounds(exc, body):
+                    self.bounded_schema = False
+                    continue
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _stream(self, client: Any, request: dict[str, Any],
-                      on_text: Callable[[str], None] | None) -> Completion:
-        parts: list[str] = []
+                      on_text: Callable[[str], None] | None, redact: Redactor,
+                      max_bytes: int, progress: list[str]) -> Completion:
+        scrub = redact.stream()
         finish: str | None = None
         usage: Any = None
         model = request["model"]
+        pieces = size = 0
+        max_tokens = request.get("max_tokens") or 0
         stream = await client.chat.completions.create(**request)
         try:
             async for chunk in stream:
                 model = getattr(chunk, "model", None) or model
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
-                for choice in chunk.choices or []:
+                for choice in (chunk.choices or [])[:1]:
                     piece = choice.delta.content if choice.delta is not None else None
                     if piece:
-                        parts.append(piece)
-                        if on_text is not None:
-                            on_text(piece)
+                        pieces += 1
+                        size += len(piece.encode("utf-8", "surrogatepass"))
+                        if size > max_bytes:
+                            raise CallFailure(
+                                f"the answer streamed more than max_output_bytes "
+                                f"({max_bytes} bytes)", retryable=False, code="RESULT_INVALID")
+                        shown = scrub.feed(piece)
+                        progress.append(shown)
+                        if on_text is not None and shown:
+                            on_text(shown)
                     if choice.finish_reason:
                         finish = choice.finish_reason
+                if max_tokens and pieces > max_tokens and finish is None:
+                    finish = "length"  # the server ignores max_tokens: cut it off here
+                    break
         finally:
             await stream.close()
         if finish is None:
             raise CallFailure("the stream ended before the answer was complete",
                               retryable=True)
-        return Completion("".join(parts), _tokens(usage, "prompt_tokens"),
-                          _tokens(usage, "completion_tokens"), finish, model)
-
-    def _failure(self, exc: Exception, key: str) -> CallFailure:
-        import openai
-
-        def scrub(text: str) -> str:
-            return text.replace(key, "[REDACTED]") if key and key != _NO_KEY else text
-
-        where = f"model profile '{self.name}'"
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            detail = scrub(_server_message(exc))
-            retryable = status == 429 or status >= 500 or status == 408
-            message = f"{where}: HTTP {status} from the model server: {detail}"
-            if status in (401, 403) and key == _NO_KEY:
-                message += f" (environment variable {self.profile.api_key_env} is not set)"
-            return CallFailure(message, retryable=retryable, status=status,
-                               retry_after_s=_retry_after(exc.response.headers))
-        if isinstance(exc, openai.APITimeoutError):
-            return CallFailure(f"{where}: the request timed out", retryable=True)
-        if isinstance(exc, openai.APIConnectionError):
-            untrusted = _cert_error(exc)
-            if untrusted is not None:  # Not retried: the certificate stays the same.
-                return CallFailure(f"{where}: the server's TLS certificate is not trusted "
-                                   f"({untrusted}); point SSL_CERT_FILE at the CA bundle "
-                                   "that signed it", retryable=False)
-            cause = exc.__cause__ or exc.__context__
-            reason = f" ({type(cause).__name__})" if cause is not None else ""
-            return CallFailure(f"{where}: connection failed or dropped{reason}",
-                               retryable=True)
-        if isinstance(exc, openai.OpenAIError):
-            return CallFailure(f"{where}: {scrub(str(exc))}", retryable=False)
-        name = type(exc).__name__
-        if name in {"RemoteProtocolError", "ReadError", "ReadTimeout"}:  # httpx, mid-stream
-            return CallFailure(f"{where}: the connection dropped mid-answer ({name})",
-                               retryable=True)
-        return CallFailure(f"{where}: {name}: {scrub(str(exc))}", retryable=False)
+        rest = scrub.end()
+        progress.append(rest)
+        if on_text is not None and rest:
+            on_text(rest)
+        return Completion("".join(progress), _tokens(usage, "prompt_tokens"),
+                          _tokens(usage, "completion_tokens"), finish,
+                          _model_name(model, request["model"], redact))
 
 
-def _completion(response: Any, model: str) -> Completion:
+def _prepare() -> None:
+    import openai  # noqa: F401  (imported for its side effect: loaded once, in a thread)
+
+    tls_context()
+
+
+def _unbounded(request: dict[str, Any]) -> dict[str, Any]:
+    form = request.get("response_format") or {}
+    if form.get("type") != "json_schema":
+        return request
+    spec = form["json_schema"]
+    return {**request, "response_format": {**form, "json_schema": {
+        **spec, "schema": strip_bounds(spec["schema"])}}}
+
+
+def _refuses_bounds(exc: Exception, request: dict[str, Any]) -> bool:
+    """A 400 that names one of the schema's bounding keywords (a strict mode refusing it)."""
+    if getattr(exc, "status_code", None) != 400 or "response_format" not in request:
+        return False
+    text = str(getattr(exc, "body", None) or "") + str(exc)
+    return any(word in text for word in BOUND_KEYWORDS)
+
+
+def _completion(response: Any, model: str, redact: Redactor, max_bytes: int) -> Completion:
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise CallFailure("the model server answered without a choice", retryable=True)
     choice = choices[0]
     message = choice.message
     text = message.content or ""
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise CallFailure(f"the answer has more than max_output_bytes ({max_bytes} bytes)",
+                          retryable=False, code="RESULT_INVALID")
     refusal = getattr(message, "refusal", None)
+    usage = getattr(response, "usage", None)
+    completion = Completion(redact(text), _tokens(usage, "prompt_tokens"),
+                            _tokens(usage, "completion_tokens"), choice.finish_reason,
+                            _model_name(getattr(response, "model", None), model, redact))
     if refusal and not text:
-        return Completion("", _tokens(response.usage, "prompt_tokens"),
-                          _tokens(response.usage, "completion_tokens"), "refusal",
-                          response.model or model)
-    return Completion(text, _tokens(response.usage, "prompt_tokens"),
-                      _tokens(response.usage, "completion_tokens"), choice.finish_reason,
-                      response.model or model)
+        return replace(completion, finish_reason="refusal")
+    return completion
+
+
+def _model_name(reported: Any, requested: str, redact: Redactor) -> str:
+    if not isinstance(reported, str) or not reported.strip():
+        return requested
+    return redact(reported)[:_MAX_MODEL_NAME]
 
 
 def _tokens(usage: Any, name: str) -> int | None:
     value = getattr(usage, name, None) if usage is not None else None
-    return value if isinstance(value, int) and value >= 0 else None
-
-
-def _server_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])[:500]
-        if isinstance(body.get("message"), str):
-            return str(body["message"])[:500]
-    return str(getattr(exc, "message", "") or type(exc).__name__)[:500]
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return min(_MAX_RETRY_AFTER_S, max(0.0, float(millis) / 1000))
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return min(_MAX_RETRY_AFTER_S, max(0.0, float(value)))
-    except ValueError:
-        try:
-            parsed = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return min(_MAX_RETRY_AFTER_S, max(0.0, parsed.timestamp() - time.time()))
-
-
-def _cert_error(exc: BaseException) -> str | None:
-    """The verification message of a certificate failure behind ``exc``, if that is its cause."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ssl.SSLCertVerificationError):
-            return current.verify_message or "certificate verify failed"
-        current = current.__cause__ or current.__context__
-    return None
+    return value if isinstance(value, int) and 0 <= value < 2**53 else None

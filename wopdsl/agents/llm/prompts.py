@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +21,37 @@ from wopdsl.agents.templates import Renderer, compile_template, compile_with_nam
 from wopdsl.model.turns import Turn
 
 __all__ = [
+    "ANSWER_FIELDS",
     "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_TURN_PROMPT",
     "ComposedPrompt",
     "PromptTemplates",
     "RoomView",
+    "answer_fields",
 ]
+
+ANSWER_FIELDS: dict[str, str] = {
+    "summary": "One short sentence on what you did this turn.",
+    "posts": "Your messages, at most one per room. An empty list when you have nothing to "
+             "say.",
+    "roomId": "The room the message goes to: one of your rooms.",
+    "text": "The message itself, in your own words, for the members of that room.",
+    "mentions": "Ids of members of that room who must act on your message, each once. A "
+                "mention gives that member a turn. An empty list when nobody needs to act.",
+}
+"""The instruction for each field of the answer: the turn-result schema's ``description``s,
+and the list the default system prompt shows (``answer`` in the templates' context)."""
+
+_FIELD_KINDS = {"summary": "text", "posts": 'a list of objects with "roomId", "text" and '
+                '"mentions"', "roomId": "in a post, text", "text": "in a post, text",
+                "mentions": "in a post, a list of member ids"}
+
+
+def answer_fields(rooms: bool) -> list[dict[str, str]]:
+    """The ``answer`` template variable: each field's name, kind and instruction."""
+    names = list(ANSWER_FIELDS) if rooms else ["summary"]
+    return [{"name": name, "kind": _FIELD_KINDS[name], "description": ANSWER_FIELDS[name]}
+            for name in names]
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are {{ member }}, the {{ role }} in a council of members who talk in rooms.
@@ -39,14 +65,11 @@ The council's task: {{ task }}
 {% for room in rooms %}- {{ room.id }}\
 {% if room.title != room.id %} ("{{ room.title }}"){% endif %}: \
 {{ room.members | join(", ") if room.members else "nobody else" }}
-{% endfor %}
-Post only in your rooms. Mention only members of the room you post in; a mention asks that \
-member to take a turn. Mention nobody when no one needs to act.
-{% else %}You are in no room, so you cannot post.
+{% endfor %}{% else %}You are in no room, so you cannot post.
 {% endif %}
-Answer with one JSON object and nothing else: {"summary": "<what you did this turn>", \
-"posts": [{"roomId": "<room>", "text": "<message>", "mentions": ["<member>"]}]}. \
-"posts" may be empty.
+Answer with one JSON object and nothing else. Its fields:
+{% for field in answer %}- "{{ field.name }}" ({{ field.kind }}): {{ field.description }}
+{% endfor %}
 """
 """The default system template (``system_prompt`` replaces it)."""
 
@@ -60,14 +83,16 @@ This is your turn {{ turn }}.
 {% endfor %}{% else %}No messages yet.
 {% endif %}
 {% if triggers %}You were asked to act by: {{ triggers | map(attribute="id") | join(", ") }}.
+{% endif %}{% if spent %}These members have used all their turns; do not mention them: \
+{{ spent | join(", ") }}.
 {% endif %}"""
 """The default turn (user message) template (``turn_prompt`` replaces it)."""
 
-_DEFAULT_REFS = ("prompt:wopdsl.member.system@1.0.0", "prompt:wopdsl.member.turn@1.0.0")
+_DEFAULT_REFS = ("prompt:wopdsl.member.system@2.0.0", "prompt:wopdsl.member.turn@2.0.0")
 
 # What stays the same through a member's turns: a system template reading only these is
 # rendered once per member and text, not at every turn.
-_STEADY = frozenset({"task", "member", "role", "brief", "rooms"})
+_STEADY = frozenset({"task", "member", "role", "brief", "rooms", "answer"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +153,7 @@ class PromptTemplates:
     def __init__(self, member: str, rooms: tuple[RoomView, ...], *,
                  system_prompt: str | None = None, turn_prompt: str | None = None) -> None:
         self.rooms = rooms
+        self._answer = answer_fields(bool(rooms))
         self._system: Renderer
         self._system, names = compile_with_names(system_prompt or DEFAULT_SYSTEM_PROMPT)
         self._steady_system = names <= _STEADY
@@ -139,14 +165,21 @@ class PromptTemplates:
             f"prompt:council.{slug}.turn" if turn_prompt else _DEFAULT_REFS[1],
         )
 
-    def compose(self, turn: Turn) -> ComposedPrompt:
-        """Render both templates over the turn input plus ``rooms``.
+    def compose(self, turn: Turn, spent: Collection[str] = ()) -> ComposedPrompt:
+        """Render both templates over the turn input plus ``rooms``, ``answer`` and ``spent``.
+
+        Args:
+            turn: The turn input.
+            spent: Members of the member's rooms who have used all their turns (they may
+                not be mentioned); ``spent`` in the templates' context, sorted.
 
         Raises:
             Exception: whatever the template raises (an undefined name, a sandbox refusal).
         """
         context = turn_context(turn)
         context["rooms"] = [room.to_data() for room in self.rooms]
+        context["answer"] = self._answer
+        context["spent"] = sorted(spent)
         return ComposedPrompt(self._system_text(context), self._turn(context).strip(),
                               self.refs, context)
 
