@@ -13,7 +13,8 @@ from typing import Any, Final
 
 from wopdsl.errors import Problem
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "data_problem", "parse_failure", "size_problem"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "data_problem", "dotted_problem", "parse_failure",
+           "size_problem"]
 
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
 """Largest council file (bytes)."""
@@ -23,7 +24,13 @@ five levels; a ``turn_schema`` or ``data`` value may nest about 25 more)."""
 _MAX_DIGITS: Final = 4300
 """Python's limit on the digits of an integer read from text."""
 
+_KEY: Final = r"""(?:(?<![A-Za-z0-9_-])[A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')"""
+_DOTTED: Final = _KEY + r"(?:[ \t]*\.[ \t]*" + _KEY + "){" + str(MAX_NESTING) + ",}"
+"""A dotted key (or table header) of more than :data:`MAX_NESTING` parts: tables nested
+deeper than the bound, and Python's TOML parser takes time quadratic in their number."""
+_MAYBE_DOTTED: Final = re.compile(_DOTTED)
 _TOKENS: Final = re.compile(
+    r"(?P<dotted>" + _DOTTED + r")|"
     r'"""(?:[^\\]|\\.)*?"""'
     r"|'''.*?'''"
     r'|"(?:[^"\\\n]|\\.)*"'
@@ -44,20 +51,39 @@ def size_problem(size: int, source: str) -> Problem | None:
                    hint="keep large data out of the council file (load it in a handler)")
 
 
+def dotted_problem(text: str, source: str) -> Problem | None:
+    """Return a problem for a key or table header of more than :data:`MAX_NESTING` parts.
+
+    Checked before parsing: Python's TOML parser takes time quadratic in the parts of one
+    header (minutes for a few megabytes). A cheap search finds candidates; only then is the
+    text tokenised, so a long dotted word inside a string is not mistaken for a key (the
+    first pathology of the text is reported, whichever it is).
+    """
+    if _MAYBE_DOTTED.search(text) is None:
+        return None
+    found = _first_pathology(text, dotted=True)
+    return None if found is None else _problem(text, source, *found)
+
+
 def parse_failure(text: str, source: str, exc: BaseException) -> Problem:
     """Explain a parse that failed with something other than a TOML syntax error."""
     found = _first_pathology(text)
     if found is not None:
-        kind, offset = found
-        line, column = _line_col(text, offset)
-        if kind == "digits":
-            return Problem(f"an integer with more than {_MAX_DIGITS} digits", source=source,
-                           line=line, column=column,
-                           hint="integers must fit in 64 bits; quote long numbers as strings")
-        return Problem(_too_deep_message(), source=source, line=line, column=column,
-                       hint=_DEEP_HINT)
+        return _problem(text, source, *found)
     return Problem(f"the file cannot be parsed ({type(exc).__name__})", source=source,
                    line=1, column=1, hint="simplify the file: nest less, shorten values")
+
+
+def _problem(text: str, source: str, kind: str, offset: int) -> Problem:
+    line, column = _line_col(text, offset)
+    if kind == "digits":
+        return Problem(f"an integer with more than {_MAX_DIGITS} digits", source=source,
+                       line=line, column=column,
+                       hint="integers must fit in 64 bits; quote long numbers as strings")
+    message = _too_deep_message()
+    if kind == "dotted":
+        message = f"a key or table header of more than {MAX_NESTING} dotted parts: {message}"
+    return Problem(message, source=source, line=line, column=column, hint=_DEEP_HINT)
 
 
 _DEEP_HINT: Final = "flatten the value; load deeply nested data in a handler instead"
@@ -67,10 +93,13 @@ def _too_deep_message() -> str:
     return f"arrays and tables nest more than {MAX_NESTING} levels deep here"
 
 
-def _first_pathology(text: str) -> tuple[str, int] | None:
+def _first_pathology(text: str, *, dotted: bool = False) -> tuple[str, int] | None:
     depth = 0
     for match in _TOKENS.finditer(text):
-        if match.group("open") is not None:
+        if match.group("dotted") is not None:
+            if dotted:
+                return "dotted", match.start()
+        elif match.group("open") is not None:
             depth += 1
             if depth > MAX_NESTING:
                 return "deep", match.start()

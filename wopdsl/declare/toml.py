@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from wopdsl.declare._bounds import data_problem, parse_failure, size_problem
+from wopdsl.declare._bounds import data_problem, dotted_problem, parse_failure, size_problem
 from wopdsl.declare._messages import describe_error
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
 from wopdsl.errors import DeclarationError, Problem
@@ -191,6 +191,9 @@ def loads_declaration(text: str, source: str = "<string>") -> Declaration:
     too_big = size_problem(len(text), source)
     if too_big is not None:
         raise DeclarationError(too_big)
+    too_dotted = dotted_problem(text, source)
+    if too_dotted is not None:
+        raise DeclarationError(too_dotted)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
