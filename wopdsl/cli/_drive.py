@@ -56,12 +56,18 @@ def run_until_stop(main: Coroutine[Any, Any, int]) -> int:
             signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        try:
-            return loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt from None
-            raise
+        while True:
+            try:
+                return loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                raise
+            except RuntimeError:
+                if task.done():
+                    raise
+                # "Event loop stopped before Future completed": a handler stopped the loop
+                # past guard_loop (type(loop).stop(loop)). The command is not done: go on.
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

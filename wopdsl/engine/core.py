@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from wopdsl._ids import Clock
-from wopdsl.agents.python import ctrl_c_in_place
+from wopdsl.agents.python import ctrl_c_in_place, guard_loop
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
@@ -127,6 +127,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
             async with self._lock:
                 self._catch_up()  # What a driver that just let go appended.
                 self._resumed()
+            guard_loop()  # A handler's loop.stop() fails its turn, not the whole process.
             with ctrl_c_in_place():
                 async with self._recording_agents():
                     await self._drive_batches()
