@@ -28,7 +28,9 @@ __all__ = [
     "UserInterrupt",
     "ctrl_c_in_place",
     "guard_loop",
+    "host_loop",
     "in_context",
+    "in_place_allowed",
 ]
 
 
@@ -80,6 +82,22 @@ def guard_loop(loop: asyncio.AbstractEventLoop | None = None) -> None:
     with contextlib.suppress(AttributeError):
         loop.stop = stop  # type: ignore[method-assign]
         loop._wopdsl_stop_guarded = True  # type: ignore[attr-defined]
+
+
+def host_loop(loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Run the sync handlers of runs driven on ``loop`` on worker threads from their first call.
+
+    For a loop that serves other work too (an HTTP host): no handler call ever holds it, not
+    even the first one of a handler not yet known to be slow (see :data:`INLINE_THRESHOLD_S`).
+    """
+    loop = loop or asyncio.get_running_loop()
+    with contextlib.suppress(AttributeError):
+        loop._wopdsl_hosted = True  # type: ignore[attr-defined]
+
+
+def in_place_allowed() -> bool:
+    """Whether sync handlers may run in place on the running loop (it is not a host's)."""
+    return not getattr(asyncio.get_running_loop(), "_wopdsl_hosted", False)
 
 
 def _marked(context: contextvars.Context) -> contextvars.Context:

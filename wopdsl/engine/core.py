@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from wopdsl._ids import Clock
-from wopdsl.agents.python import ctrl_c_in_place, guard_loop
+from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
@@ -70,6 +70,8 @@ class Engine(HumanDoor, Settling, LiveRecords):
         """When the drive last yielded to the event loop before an inline turn."""
         self._driver: asyncio.Task[Any] | None = None
         """The task running :meth:`drive`, once it has started."""
+        self._in_place = True
+        """Whether a lone sync handler turn may run in place (not on a host's loop)."""
         self._expiry: asyncio.TimerHandle | None = None
         """Fires the council deadline of a waiting run this process holds (RFC 0005 §I)."""
         self._expiring: asyncio.Task[bool] | None = None
@@ -117,6 +119,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
             StoreConflict: another driver is executing the run, or took it over meanwhile.
         """
         self._driver = asyncio.current_task()  # Where inline turns run (see _run_inline).
+        self._in_place = in_place_allowed()
         async with self._lock:
             self._catch_up()
             if self.state.terminal:
@@ -350,7 +353,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
         if now - self._yielded >= _YIELD_EVERY:
             self._yielded = now
             await asyncio.sleep(0)
-        outcome = await self._take_turn(inflight, alone=True)
+        outcome = await self._take_turn(inflight, alone=self._in_place)
         if self._driver is not None and self._driver.cancelling():
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
         return self._settle_after_input([inflight], [outcome], timed_out=False)

@@ -24,6 +24,7 @@ from wopdsl import (
     WopError,
     attach,
 )
+from wopdsl.agents.python import host_loop
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError, from_wop_error
 
@@ -70,6 +71,7 @@ class Host:
         Returns:
             The ids of the runs taken up.
         """
+        host_loop()  # Sync handlers never run on the loop that answers every request.
         taken: list[str] = []
         for info in self.store.runs():
             if info.last_type in ("run.completed", "run.failed", "run.cancelled") or \
@@ -149,6 +151,7 @@ class Host:
                 refuses (e.g. a room larger than ``max_participants``).
         """
         council = self.council(workflow_id)
+        host_loop()
         if run_id is not None and self.store.exists(run_id):
             return self.open(run_id)
         if self.active >= self.limits.max_runs:
@@ -215,6 +218,7 @@ class Host:
     # -- supervision -----------------------------------------------------------------------
 
     def _supervise(self, run: Run, *, resume: bool) -> None:
+        host_loop()
         if run.run_id in self._supervisors:
             return
         self._supervisors[run.run_id] = asyncio.ensure_future(self._watch(run, resume))
