@@ -12,6 +12,7 @@ import re
 from typing import Any, Final
 
 from wopdsl.errors import Problem
+from wopdsl.protocol.bounds import MAX_INT, MIN_INT
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "data_problem", "dotted_problem", "parse_failure",
            "size_problem"]
@@ -79,7 +80,7 @@ def _problem(text: str, source: str, kind: str, offset: int) -> Problem:
     if kind == "digits":
         return Problem(f"an integer with more than {_MAX_DIGITS} digits", source=source,
                        line=line, column=column,
-                       hint="integers must fit in 64 bits; quote long numbers as strings")
+                       hint=_BIG_HINT)
     message = _too_deep_message()
     if kind == "dotted":
         message = f"a key or table header of more than {MAX_NESTING} dotted parts: {message}"
@@ -87,6 +88,7 @@ def _problem(text: str, source: str, kind: str, offset: int) -> Problem:
 
 
 _DEEP_HINT: Final = "flatten the value; load deeply nested data in a handler instead"
+_BIG_HINT: Final = "integers must fit in 64 bits; quote long numbers as strings"
 
 
 def _too_deep_message() -> str:
@@ -115,8 +117,11 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def data_problem(data: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """Return ``(path, message)`` for data nested past :data:`MAX_NESTING`, if any.
+def data_problem(data: Any) -> tuple[tuple[str | int, ...], str, str] | None:
+    """Return ``(path, message, hint)`` for data too deep or holding too wide an integer.
+
+    Too deep: past :data:`MAX_NESTING`. Too wide: outside the signed 64-bit range, TOML's;
+    Python's parser reads wider integers, which no reader of a run's log could serve.
 
     Iterative, so it never recurses itself.
     """
@@ -124,7 +129,11 @@ def data_problem(data: Any) -> tuple[tuple[str | int, ...], str] | None:
     while stack:
         node, path = stack.pop()
         if len(path) > MAX_NESTING:
-            return path[:MAX_NESTING], _too_deep_message()
+            return path[:MAX_NESTING], _too_deep_message(), _DEEP_HINT
+        if isinstance(node, int) and not isinstance(node, bool) and \
+                not MIN_INT <= node <= MAX_INT:
+            return path, (f"an integer of {len(str(abs(node)))} digits is outside the signed "
+                          "64-bit range (-2^63 … 2^63-1) of TOML"), _BIG_HINT
         if isinstance(node, dict):
             stack.extend((value, (*path, key)) for key, value in node.items())
         elif isinstance(node, list | tuple):

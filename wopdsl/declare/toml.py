@@ -253,11 +253,10 @@ def _with_source(problem: Problem, source: str | None) -> Problem:
 def _validate(data: Any, source_map: SourceMap | None, source: str | None) -> CouncilSpec:
     deep = data_problem(data)
     if deep is not None:
-        loc, message = deep
+        loc, message, hint = deep
         line, column = (source_map and source_map.locate(loc)) or (None, None)
-        raise DeclarationError(Problem(message, format_path(loc, data),
-                                       "flatten the value; load deeply nested data in a "
-                                       "handler instead", source, line, column))
+        raise DeclarationError(Problem(message, format_path(loc, data), hint, source, line,
+                                       column))
     try:
         spec = CouncilSpec.model_validate(data)
     except PydanticValidationError as exc:

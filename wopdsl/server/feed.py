@@ -19,11 +19,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final
 
-import orjson
-
 from wopdsl import EventStore
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError
+from wopdsl.server.io import dumps
 
 __all__ = ["TERMINAL_TYPES", "Feeds", "Frame", "Subscriber"]
 
@@ -54,7 +53,7 @@ class Frame:
 def encode(event: dict[str, object]) -> Frame:
     """Encode a stored event as a frame."""
     return Frame(int(event["sequence"]), str(event["type"]),  # type: ignore[call-overload]
-                 orjson.dumps(event))
+                 dumps(event))
 
 
 class Subscriber:

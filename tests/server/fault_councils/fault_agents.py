@@ -12,3 +12,8 @@ def slow(turn):
     time.sleep(3)
     (marks / "finished").write_text(str(time.time()))
     return "done slowly"
+
+
+def wide(turn):
+    """A handler returning an integer no reader of the log could serve (2^70)."""
+    return {"summary": "wide", "data": {"n": 2**70}}
