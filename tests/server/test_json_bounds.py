@@ -70,7 +70,7 @@ def test_deep_metadata_is_refused_and_the_host_keeps_serving(
                                      {"workflowId": "desk", "metadata": {"n": [2**63]}})
     assert status in (400, 422) and body["error"] == "validation_error", body
     assert body["message"].startswith("metadata.n[0]: an integer of 19 digits")
-    status, runs, _ = served.request("GET", "/v1/workflows")
+    status, _runs, _ = served.request("GET", "/v1/workflows")
     assert status == 200
     # Nothing was stored for the refused requests; a fair run serves as ever.
     status, body, _ = served.request("POST", "/v1/runs",

@@ -12,6 +12,7 @@ and ``wop resume`` finishes the run once the store is back.
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -198,9 +199,11 @@ def test_wop_run_stops_clearly_when_the_store_stays_away_and_resume_finishes(
             proc.kill()
             proc.communicate()
     assert proc.returncode == 2, (out, err)
-    assert "error[STORE_ERROR]" in err or '"STORE_ERROR"' in out, (out, err)
-    assert "stayed unreachable for" in out + err
-    assert "Traceback" not in err
+    assert "error[STORE_ERROR]: run gone: the store stayed unreachable for" in err, err
+    doc = json.loads(out)
+    assert doc["runId"] == "gone" and doc["status"] == "error", doc
+    assert doc["error"]["code"] == "STORE_ERROR" and "wop resume" in doc["error"]["hint"]
+    assert "Traceback" not in err and err.count("\n") < 40, err  # No flood either.
     assert (urlsplit(pg_url).password or "") not in out + err
     # The log says where the run stopped; it is not pretended finished.
     stopped = _events(pg_url, "gone")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NoReturn, TypeVar
@@ -85,6 +86,10 @@ class PostgresStore(EventStore):
             name="wopdsl", timeout=timeout, num_workers=1,
         )
         self._pool.open(wait=False)
+        pool_log = logging.getLogger("psycopg.pool")
+        if pool_log.level == logging.NOTSET:
+            # The pool logs each failed reconnection; the store says what matters itself.
+            pool_log.setLevel(logging.ERROR)
         self._claims = Claims(self.target, self.schema)
         self._listener = Listener(self.target, self._channel)
 
