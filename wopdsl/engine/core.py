@@ -30,6 +30,7 @@ _POST_ATTEMPTS: Final = 200
 _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
+
 class Engine(HumanDoor, Settling, LiveRecords):
     """Drives one run of a compiled council against an event store.
 
