@@ -132,7 +132,7 @@ class Host:
         the loop, and no state is folded by two threads.
 
         Raises:
-            ApiError: 404 ``RUN_NOT_FOUND``.
+            ApiError: 404 ``run_not_found``.
         """
         if not self.store.blocking:
             return self.open(run_id).state
@@ -143,7 +143,7 @@ class Host:
             state.apply_all(events)
             if state.last_sequence < 0:
                 self._reading.pop(run_id, None)
-                raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found",
+                raise ApiError(404, "run_not_found", f"run {run_id} not found",
                                {"runId": run_id})
             self._states[run_id] = state
             while len(self._states) > self.limits.max_runs:
