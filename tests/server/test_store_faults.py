@@ -115,6 +115,15 @@ def _start(served: Served) -> str:
     return str(body["runId"])
 
 
+def _running_through(pg_url: str, proxy: TcpProxy, serve: Callable[..., Served]
+                     ) -> tuple[Served, str]:
+    """A host on the store through ``proxy``, with a run four turns in."""
+    served = serve(COUNCILS / "pingpong.toml", store=_through(pg_url, proxy), env=SLOW)
+    run_id = _start(served)
+    _wait_turns(pg_url, run_id, 4)
+    return served, run_id
+
+
 def test_terminated_sessions_are_reconnected_and_the_run_goes_on(
         pg_url: str, serve: Callable[..., Served]) -> None:
     served = serve(COUNCILS / "pingpong.toml", store=pg_url, env=SLOW)
@@ -131,9 +140,7 @@ def test_terminated_sessions_are_reconnected_and_the_run_goes_on(
 
 def test_the_host_answers_while_the_store_is_down_and_the_run_finishes_after(
         pg_url: str, proxy: TcpProxy, serve: Callable[..., Served]) -> None:
-    served = serve(COUNCILS / "pingpong.toml", store=_through(pg_url, proxy), env=SLOW)
-    run_id = _start(served)
-    _wait_turns(pg_url, run_id, 4)
+    served, run_id = _running_through(pg_url, proxy, serve)
     proxy.down()
     try:
         outage_ends = time.monotonic() + 3
@@ -158,9 +165,7 @@ def test_the_host_answers_while_the_store_is_down_and_the_run_finishes_after(
 
 def test_a_hanging_store_call_does_not_hold_the_hosts_loop(
         pg_url: str, proxy: TcpProxy, serve: Callable[..., Served]) -> None:
-    served = serve(COUNCILS / "pingpong.toml", store=_through(pg_url, proxy), env=SLOW)
-    run_id = _start(served)
-    _wait_turns(pg_url, run_id, 4)
+    served, run_id = _running_through(pg_url, proxy, serve)
     proxy.stall()  # The engine's next append waits for an answer that does not come.
     try:
         before = len(_events(pg_url, run_id))
