@@ -14,8 +14,9 @@ from wopdsl.compile import compile as compile_graph
 from wopdsl.compile.handlers import spec_with_references
 from wopdsl.declare.toml import Declaration, declaration_from_data, load_declaration
 from wopdsl.engine import Engine, engine_for
-from wopdsl.errors import DeclarationError, Problem
+from wopdsl.errors import DeclarationError, Problem, ValidationError
 from wopdsl.model.spec import CouncilSettings, CouncilSpec, MemberSpec, RoomSpec
+from wopdsl.protocol.bounds import MAX_METADATA_BYTES, field_path, json_problem
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 from wopdsl.run import Run, run_sync
 from wopdsl.store import EventStore, open_store, require_run
@@ -285,7 +286,17 @@ class Council:
 
         ``metadata`` (JSON data, e.g. what an HTTP client sent with its request) is kept in
         ``run.started`` under ``metadata.request``.
+
+        Raises:
+            ValidationError: ``metadata`` is not JSON every reader of the log can serve
+                (nested past 32 levels, an integer beyond 64 bits, over 256 KiB).
         """
+        if metadata:
+            problem = json_problem(metadata, max_bytes=MAX_METADATA_BYTES)
+            if problem is not None:
+                raise ValidationError(f"{field_path('metadata', problem[0])}: {problem[1]}",
+                                      hint="send plain JSON data: at most 32 levels deep, "
+                                           "64-bit integers, 256 KiB")
         engine = self._engine(store, run_id, deterministic, clock, max_participants)
         if metadata:
             engine.metadata["request"] = dict(metadata)

@@ -10,6 +10,7 @@ Our exception hierarchy::
     ├── StoreError
     │   ├── StoreConflict                   STORE_CONFLICT
     │   │   └── RunBusy                     STORE_CONFLICT (another driver executes the run)
+    │   ├── StoreUnavailable                STORE_ERROR (unreachable for now: retried)
     │   ├── EventInvalid (ValueError)       EVENT_INVALID
     │   └── RunNotFound (LookupError)       RUN_NOT_FOUND (wire: run_not_found)
     └── RunFailed                           the code of the failed run
@@ -38,6 +39,7 @@ __all__ = [
     "SpeakerNotParticipant",
     "StoreConflict",
     "StoreError",
+    "StoreUnavailable",
     "TurnError",
     "ValidationError",
     "WopError",
@@ -187,6 +189,14 @@ class StoreError(WopError):
     """The event store could not do what was asked."""
 
     code = "STORE_ERROR"
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached for now (a lost connection, a server down or restarting).
+
+    A driver retries it with backoff, within the store's ``reconnect_s``, and the run goes on
+    (``run.resumed``) once the store answers again.
+    """
 
 
 class StoreConflict(StoreError):

@@ -64,6 +64,39 @@ async def blocks_long(turn):
 
 def boom(turn):
     raise ValueError("boom in the handler")
+
+
+def generator_exit(turn):
+    raise GeneratorExit("closed by the handler")
+
+
+async def async_generator_exit(turn):
+    await asyncio.sleep(0)
+    raise GeneratorExit("closed by the async handler")
+
+
+async def stops_the_loop(turn):
+    asyncio.get_running_loop().stop()
+    await asyncio.sleep(0.05)
+    return "after the stop"
+
+
+def stops_the_loop_in_place(turn):
+    asyncio.get_running_loop().stop()
+    return "after the stop"
+
+
+async def stops_the_loop_later(turn):
+    loop = asyncio.get_running_loop()
+    loop.call_soon(loop.stop)
+    return "stop scheduled"
+
+
+async def stops_the_loop_around_the_guard(turn):
+    loop = asyncio.get_running_loop()
+    type(loop).stop(loop)
+    await asyncio.sleep(0.05)
+    return "stopped behind its back"
 """
 
 
@@ -88,7 +121,9 @@ def test_wop_run_exits_promptly_after_a_sync_handler_times_out(tmp_path: Path,
 
 @pytest.mark.parametrize(("handler", "kind"), [
     ("exits", "SystemExit"), ("exits_zero", "SystemExit"), ("interrupts", "KeyboardInterrupt"),
-    ("weird", "agents.Weird"),
+    ("weird", "agents.Weird"), ("generator_exit", "GeneratorExit"),
+    ("async_generator_exit", "GeneratorExit"), ("stops_the_loop", "LoopStopRefused"),
+    ("stops_the_loop_in_place", "LoopStopRefused"),
 ])
 def test_a_handlers_base_exception_fails_the_run_with_exit_1(tmp_path: Path, handler: str,
                                                             kind: str) -> None:
@@ -141,3 +176,16 @@ def test_a_watchdog_reports_an_async_handler_while_it_blocks_the_loop(tmp_path: 
     _council(tmp_path, "boom", "turn_timeout_ms = 200")
     quiet = bounded_wop("run", "c.toml", "--run-id", "q", cwd=tmp_path)
     assert "event loop" not in quiet.stderr
+
+
+@pytest.mark.parametrize("handler", ["stops_the_loop_later", "stops_the_loop_around_the_guard"])
+def test_a_loop_stop_the_guard_cannot_pin_on_a_turn_does_not_strand_the_run(
+        tmp_path: Path, handler: str) -> None:
+    _council(tmp_path, handler)
+    done = bounded_wop("run", "c.toml", "--run-id", "s", "--json", cwd=tmp_path)
+    assert "INTERNAL" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    out = json.loads(done.stdout)
+    assert out["status"] == "completed", out
+    assert done.returncode == 0
+    events = stored_events(tmp_path / ".wop" / "runs.db", "s")
+    assert events[-1]["type"] == "run.completed"

@@ -102,3 +102,41 @@ async def test_member_posts_are_checked_with_re2_too() -> None:
     assert time.monotonic() - started < 5
     failed = [e for e in run.store.read(run.run_id) if e["type"] == "node.failed"]
     assert failed[0]["payload"]["error"]["code"] == "RESULT_INVALID"
+
+
+@pytest.mark.parametrize(("schema", "where", "loop"), [
+    ('[rooms.turn_schema]\n"$ref" = "#"\n', 'c.toml:11:1: rooms (desk).turn_schema."$ref"',
+     "(# → #)"),
+    ('[rooms.turn_schema]\n"$ref" = "#/$defs/a"\n'
+     '[rooms.turn_schema."$defs".a]\nallOf = [{ "$ref" = "#/$defs/b" }]\n'
+     '[rooms.turn_schema."$defs".b]\nnot = { "$ref" = "#/$defs/a" }\n',
+     'rooms (desk).turn_schema."$defs".b.not."$ref"', "#/$defs/a"),
+    ('[rooms.turn_schema]\n"$ref" = "#top"\n"$anchor" = "top"\n',
+     'rooms (desk).turn_schema."$ref"', "(# → #)"),
+])
+def test_a_self_referential_turn_schema_fails_validate_with_a_place(
+        tmp_path: Path, schema: str, where: str, loop: str) -> None:
+    (tmp_path / "c.toml").write_text(_with_schema(schema), encoding="utf-8")
+    done = bounded_wop("validate", "c.toml", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error[DECLARATION_INVALID]:")
+    assert where in done.stderr and loop in done.stderr
+    assert "refers to itself without descending into the content" in done.stderr
+    assert "RecursionError" not in done.stderr and "INTERNAL" not in done.stderr
+
+
+async def test_recursion_through_the_content_is_fine_and_bounded_by_it() -> None:
+    tree = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 10},
+                                             "mentions": {"type": "array"}},
+            "additionalProperties": {"$ref": "#"}}
+    council = Council("t", task="T")
+    council.room("r", members=["m", "me"], turn_schema=tree)
+    council.add_member("m", role="r", engine="script", initial_turn=False,
+                       script=[{"summary": "s"}])
+    council.add_member("me", role="user", engine="human")
+    run = await council.arun(store="memory:")
+    assert run.status == "waiting-input"
+    with pytest.raises(wopdsl.ValidationError, match="turn_schema"):
+        await run.reply("far too long for it", room="r", as_="me")
+    await run.reply("fine", room="r", as_="me")
+    assert run.messages[-1].text == "fine"

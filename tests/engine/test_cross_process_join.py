@@ -77,13 +77,14 @@ class _PostsBeforeSecondDispatch(Engine):
 
     raced = False
 
-    def _next_batch(self, *, flush: bool = True) -> list[Inflight] | None:
+    def _next_batch(self) -> list[Inflight] | None:
         if not self.raced and self.state.batch == 1:
             self.raced = True
             other = Engine(self.graph, SqliteStore(self.store.path), self.run_id)  # type: ignore[attr-defined]
             other.apply_human(HumanInput(member="me", room="all", text="@b now",
                                          mentions=("b",)))
-        return super()._next_batch(flush=flush)
+            other._flush()
+        return super()._next_batch()
 
 
 async def test_a_human_post_from_another_writer_between_batches_is_planned_in(

@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import logging
 import signal
 import threading
 import time
@@ -22,10 +23,14 @@ __all__ = [
     "INLINE_THRESHOLD_S",
     "Handler",
     "HandlerRaised",
+    "LoopStopRefused",
     "PythonAgent",
     "UserInterrupt",
     "ctrl_c_in_place",
+    "guard_loop",
+    "host_loop",
     "in_context",
+    "in_place_allowed",
 ]
 
 
@@ -35,6 +40,74 @@ class UserInterrupt(KeyboardInterrupt):
     Unlike the handler's own ``KeyboardInterrupt`` (which fails its turn), it stops the run,
     as Ctrl-C anywhere else does.
     """
+
+
+class LoopStopRefused(RuntimeError):
+    """A member handler called ``loop.stop()`` on the loop that runs the council.
+
+    Stopping the loop would end ``wop run`` or a host's every request mid-run, leaving the run
+    ``running``; refused, it fails the handler's turn instead (``TEAM_NODE_FAILED``).
+    """
+
+
+_IN_HANDLER: Final = contextvars.ContextVar("wopdsl_in_handler", default=False)
+"""True in the context a handler runs in (each call has its own copy of the context)."""
+
+
+def guard_loop(loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Make ``loop.stop()`` raise :class:`LoopStopRefused` when a member handler calls it.
+
+    Checked through the handler's own context, so a stop the handler schedules
+    (``loop.call_soon(loop.stop)``) is ignored too (with a warning), while asyncio's own stop
+    (at the end of ``run_until_complete``) runs as before. Idempotent; loops that forbid new
+    attributes (uvloop) are left as they are.
+    """
+    loop = loop or asyncio.get_running_loop()
+    if getattr(loop, "_wopdsl_stop_guarded", False):
+        return
+    original = loop.stop
+
+    def stop() -> None:
+        if not _IN_HANDLER.get():
+            original()
+        elif asyncio.current_task(loop) is None:
+            # A callback the handler scheduled (loop.call_soon(loop.stop)): no turn to fail.
+            logging.getLogger("wopdsl").warning("ignored loop.stop() scheduled by a member "
+                                                "handler: the loop runs the council")
+        else:
+            raise LoopStopRefused("a member handler may not stop the event loop that runs "
+                                  "the council (loop.stop()); return a result or raise "
+                                  "instead")
+
+    with contextlib.suppress(AttributeError):
+        loop.stop = stop  # type: ignore[method-assign]
+        loop._wopdsl_stop_guarded = True  # type: ignore[attr-defined]
+
+
+def host_loop(loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Run the sync handlers of runs driven on ``loop`` on worker threads from their first call.
+
+    For a loop that serves other work too (an HTTP host): no handler call ever holds it, not
+    even the first one of a handler not yet known to be slow (see :data:`INLINE_THRESHOLD_S`).
+    """
+    loop = loop or asyncio.get_running_loop()
+    with contextlib.suppress(AttributeError):
+        loop._wopdsl_hosted = True  # type: ignore[attr-defined]
+
+
+def in_place_allowed() -> bool:
+    """Whether sync handlers may run in place on the running loop (it is not a host's)."""
+    return not getattr(asyncio.get_running_loop(), "_wopdsl_hosted", False)
+
+
+def _marked(context: contextvars.Context) -> contextvars.Context:
+    context.run(_IN_HANDLER.set, True)
+    return context
+
+
+def _call_marked(handler: Callable[[Turn], Any], turn: Turn) -> Any:
+    _IN_HANDLER.set(True)
+    return handler(turn)
 
 
 INLINE_THRESHOLD_S: Final = 0.005
@@ -92,7 +165,9 @@ class PythonAgent(MemberAgent):
         _IN_PLACE[0] += 1
         started = time.perf_counter()
         try:
-            return contextvars.copy_context().run(self.handler, turn)
+            return contextvars.copy_context().run(_call_marked, self.handler, turn)
+        except GeneratorExit as exc:  # The handler's own: nothing closes a plain call.
+            raise HandlerRaised(exc) from exc
         finally:
             _IN_PLACE[0] -= 1
             took = time.perf_counter() - started
@@ -119,9 +194,10 @@ class PythonAgent(MemberAgent):
 
     async def _take_turn(self, turn: Turn) -> object:
         if self._is_async:
-            call = self.handler(turn)
+            context = _marked(contextvars.copy_context())
+            call = context.run(self.handler, turn)
             if inspect.iscoroutine(call):
-                result = await in_context(call, contextvars.copy_context())
+                result = await in_context(call, context)
             else:
                 result = await call
         else:
@@ -188,7 +264,9 @@ def in_context(
     """Await ``coro`` with each of its steps run in ``context``, as a task of its own would.
 
     The awaiting task drives the coroutine (what it awaits, cancellation and exceptions pass
-    through unchanged), but the context variables it sets stay in ``context``.
+    through unchanged, but a ``GeneratorExit`` the coroutine raises itself comes out as
+    :class:`HandlerRaised`: it must not read as this driver being closed), while the context
+    variables it sets stay in ``context``.
     """
     value: Any = None
     error: BaseException | None = None
@@ -200,6 +278,10 @@ def in_context(
                 yielded = context.run(coro.throw, error)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        except GeneratorExit as exc:
+            # Raised by the coroutine itself (this driver closes it only at its own yield,
+            # below): a failure of the awaited code, not a request to close this one.
+            raise HandlerRaised(exc) from exc
         value = error = None
         try:
             value = yield yielded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -12,7 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
-from wopdsl import Council, Run, ValidationError, attach, fork
+from wopdsl import Council, Run, StoreError, ValidationError, attach, fork
 from wopdsl.cli._output import (
     MEMORY_GONE,
     CommandError,
@@ -56,12 +57,18 @@ def run_until_stop(main: Coroutine[Any, Any, int]) -> int:
             signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        try:
-            return loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt from None
-            raise
+        while True:
+            try:
+                return loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                raise
+            except RuntimeError:
+                if task.done():
+                    raise
+                # "Event loop stopped before Future completed": a handler stopped the loop
+                # past guard_loop (type(loop).stop(loop)). The command is not done: go on.
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -91,12 +98,18 @@ async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
 
     follower = asyncio.ensure_future(follow())
     try:
-        return await job
-    finally:
+        result = await job
+    except BaseException:
         follower.cancel()
         await asyncio.gather(follower, return_exceptions=True)
-        # Whatever the follower had not reached yet (the last batch, a refused start).
-        printer.catch_up(run.store, run.run_id)
+        with contextlib.suppress(StoreError):  # The job's own failure says more.
+            printer.catch_up(run.store, run.run_id)
+        raise
+    follower.cancel()
+    await asyncio.gather(follower, return_exceptions=True)
+    # Whatever the follower had not reached yet (the last batch, a refused start).
+    printer.catch_up(run.store, run.run_id)
+    return result
 
 
 def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> int:

@@ -131,7 +131,7 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
         ids += FIXTURES
     names = ", ".join(ids)
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
-    print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_target}, "
+    print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_shown}, "
           f"auth: {auth}", file=ctx.err, flush=True)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
                             lifespan="on", timeout_graceful_shutdown=5)

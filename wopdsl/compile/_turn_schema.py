@@ -4,7 +4,8 @@ JSON Schema ``pattern`` and ``patternProperties`` run on RE2 (google-re2), whose
 time is linear in the input: a pattern such as ``^(a+)+$`` cannot be driven into
 catastrophic backtracking by a post. Patterns RE2 cannot run (lookaround, backreferences)
 and ``$ref`` values that do not point inside the schema are refused at compile time, so
-``wop validate`` catches them instead of a run failing later.
+``wop validate`` catches them instead of a run failing later; so are references that loop
+without descending into the content (``{"$ref": "#"}``), which no validator can ever finish.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def schema_checker(schema: dict[str, Any], path: str,
     found: list[Problem] = []
     try:
         _check_parts(schema, schema, path, found)
+        if not found:
+            found.extend(_ref_cycle(schema, path))
     except RecursionError:
         found.append(Problem("turn_schema is nested too deeply", path=path, hint=_HINT))
     if found:
@@ -59,7 +62,10 @@ def schema_checker(schema: dict[str, Any], path: str,
     validator = bounded(schema)
 
     def check(content: dict[str, Any]) -> str | None:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(content))
+        try:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(content))
+        except RecursionError:
+            return "content is nested too deeply to be checked against turn_schema"
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "content"
@@ -140,6 +146,102 @@ def _ref_problem(ref: str, root: dict[str, Any], anchors: set[str]) -> str | Non
         else:
             return f"$ref {ref!r} does not point at anything in turn_schema"
     return None
+
+
+_IN_PLACE: frozenset[str] = frozenset({"not", "if", "then", "else"})
+"""Keywords whose subschema applies to the same value (no descent into the content)."""
+_IN_PLACE_LISTS: frozenset[str] = frozenset({"allOf", "anyOf", "oneOf"})
+_IN_PLACE_MAPS: frozenset[str] = frozenset({"dependentSchemas"})
+
+
+def _ref_cycle(root: dict[str, Any], path: str) -> list[Problem]:
+    """A problem for a reference loop that applies to one value forever (none if there is none).
+
+    The subschemas that apply to the same value as their parent (``$ref``, ``allOf`` …
+    ``not``, ``if``/``then``/``else``, ``dependentSchemas``) form a graph; a cycle in it is
+    a schema that validates by recursing without end. Recursion through ``properties``,
+    ``items`` and the like descends into the content and ends with it: that is allowed.
+    """
+    anchors = {value: pointer for pointer, node in _subschemas(root)
+               for key in ("$anchor", "$dynamicAnchor")
+               if isinstance(value := node.get(key), str)}
+    nodes = dict(_subschemas(root))
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in nodes:
+        if start in state:
+            continue
+        stack = [(start, iter(_in_place(nodes[start], start, anchors)))]
+        state[start] = 1
+        while stack:
+            pointer, successors = stack[-1]
+            step = next(successors, None)
+            if step is None:
+                state[pointer] = 2
+                stack.pop()
+                continue
+            target, via = step
+            if target not in nodes:
+                continue
+            if state.get(target) == 1:
+                loop = " → ".join(["#" + p for p, _ in stack[[p for p, _ in stack]
+                                                             .index(target):]] + ["#" + target])
+                return [Problem(f"turn_schema refers to itself without descending into the "
+                                f"content ({loop}): no value could ever be checked", path=path
+                                + _pointer_path(via),
+                                hint="make the reference reach a part of the content (e.g. "
+                                     "under properties or items), or remove it")]
+            if target not in state:
+                state[target] = 1
+                stack.append((target, iter(_in_place(nodes[target], target, anchors))))
+    return []
+
+
+def _subschemas(node: Any, pointer: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(JSON pointer, object)`` for every object in the schema (iteratively)."""
+    stack = [(node, pointer)]
+    while stack:
+        current, where = stack.pop()
+        if isinstance(current, dict):
+            yield where, current
+            stack.extend((value, f"{where}/{_escape(str(key))}") for key, value in current.items())
+        elif isinstance(current, list):
+            stack.extend((value, f"{where}/{index}") for index, value in enumerate(current))
+
+
+def _in_place(node: dict[str, Any], pointer: str, anchors: dict[str, str]
+              ) -> Iterator[tuple[str, str]]:
+    """Yield ``(target pointer, pointer of the keyword)`` for the in-place subschemas."""
+    for key, value in node.items():
+        here = f"{pointer}/{_escape(key)}"
+        if key in ("$ref", "$dynamicRef") and isinstance(value, str) and value.startswith("#"):
+            fragment = value[1:]
+            if fragment.startswith("/") or not fragment:
+                yield fragment, here
+            elif fragment in anchors:
+                yield anchors[fragment], here
+        elif key in _IN_PLACE and isinstance(value, dict):
+            yield here, here
+        elif key in _IN_PLACE_LISTS and isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, dict):
+                    yield f"{here}/{index}", here
+        elif key in _IN_PLACE_MAPS and isinstance(value, dict):
+            for name, item in value.items():
+                if isinstance(item, dict):
+                    yield f"{here}/{_escape(name)}", here
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _pointer_path(pointer: str) -> str:
+    """A JSON pointer as a field path suffix: ``/$defs/a/$ref`` → ``."$defs".a."$ref"``."""
+    out = ""
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        out += f"[{part}]" if part.isdigit() else f".{_key(part)}"
+    return out
 
 
 @functools.lru_cache(maxsize=256)

@@ -6,6 +6,11 @@ has already parsed, so the scanner may be lenient) and records the offset of eve
 table header and array element, following ``[table]`` and ``[[array.of.tables]]`` headers,
 dotted keys, inline tables and nested arrays. A path that is not in the map falls back to
 the nearest enclosing one that is.
+
+The scan is linear in the text: paths are recorded down to :data:`MAX_DEPTH` levels only
+(the loader refuses anything nested much less deeply, so no problem is ever placed deeper),
+so building a path copies at most that many items: a 4 MB header of two million dotted keys
+costs a few million steps, not the 2·10¹² tuple items of copying every prefix.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ import bisect
 import contextlib
 import json
 import re
-from typing import Any
+from typing import Any, Final
 
 from wopdsl._ids import is_ident
 
 Path = tuple[str | int, ...]
+
+MAX_DEPTH: Final = 64
+"""Deepest path the map records (twice the loader's nesting bound, ``MAX_NESTING``)."""
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
@@ -184,21 +192,24 @@ class _Scanner:
         start = self.i
         array = self.text.startswith("[[", self.i)
         self.i += 2 if array else 1
-        keys = [key for key, _ in self.dotted_key()]
-        resolved: list[str | int] = []
-        for position, key in enumerate(keys):
-            resolved.append(key)
-            prefix = tuple(resolved)
+        keys = self.dotted_key()
+        resolved: Path = ()
+        for position, (key, _) in enumerate(keys):
+            if len(resolved) >= MAX_DEPTH:
+                break  # Deeper than any problem is placed: the rest is not recorded.
+            prefix = (*resolved, key)
             last = position == len(keys) - 1
             if array and last:
                 count = self.aot_counts.get(prefix, 0)
                 self.aot_counts[prefix] = count + 1
                 self.offsets.setdefault(prefix, start)
-                resolved.append(count)
+                resolved = (*prefix, count)
             elif prefix in self.aot_counts:
-                resolved.append(self.aot_counts[prefix] - 1)
-            self.offsets.setdefault(tuple(resolved), start)
-        return tuple(resolved)
+                resolved = (*prefix, self.aot_counts[prefix] - 1)
+            else:
+                resolved = prefix
+            self.offsets.setdefault(resolved, start)
+        return resolved
 
     def dotted_key(self) -> list[tuple[str, int]]:
         keys: list[tuple[str, int]] = []
@@ -232,10 +243,13 @@ class _Scanner:
     def keyval(self, table: Path) -> None:
         path = table
         keys = self.dotted_key()
+        recorded = len(table) + len(keys) <= MAX_DEPTH
         for key, start in keys:
+            if len(path) >= MAX_DEPTH:
+                break  # Not recorded (see MAX_DEPTH); the value is still scanned past.
             path = (*path, key)
             self.offsets.setdefault(path, start)
-        if self.offsets[path] != keys[-1][1]:
+        if recorded and self.offsets[path] != keys[-1][1]:
             self.duplicates.append((path, keys[0][1]))
         self.skip_blank(newlines=False)
         if self.i < len(self.text) and self.text[self.i] == "=":
@@ -274,8 +288,9 @@ class _Scanner:
             if self.i >= len(text) or text[self.i] == "]":
                 self.i += 1
                 return
-            self.offsets.setdefault((*path, index), self.i)
-            self.value((*path, index))
+            item = (*path, index) if len(path) < MAX_DEPTH else path
+            self.offsets.setdefault(item, self.i)
+            self.value(item)
             index += 1
             if not self.close_item("]"):
                 return

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from wopdsl.declare._bounds import data_problem, parse_failure, size_problem
+from wopdsl.declare._bounds import data_problem, dotted_problem, parse_failure, size_problem
 from wopdsl.declare._messages import describe_error
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
 from wopdsl.errors import DeclarationError, Problem
@@ -191,6 +191,9 @@ def loads_declaration(text: str, source: str = "<string>") -> Declaration:
     too_big = size_problem(len(text), source)
     if too_big is not None:
         raise DeclarationError(too_big)
+    too_dotted = dotted_problem(text, source)
+    if too_dotted is not None:
+        raise DeclarationError(too_dotted)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -250,11 +253,10 @@ def _with_source(problem: Problem, source: str | None) -> Problem:
 def _validate(data: Any, source_map: SourceMap | None, source: str | None) -> CouncilSpec:
     deep = data_problem(data)
     if deep is not None:
-        loc, message = deep
+        loc, message, hint = deep
         line, column = (source_map and source_map.locate(loc)) or (None, None)
-        raise DeclarationError(Problem(message, format_path(loc, data),
-                                       "flatten the value; load deeply nested data in a "
-                                       "handler instead", source, line, column))
+        raise DeclarationError(Problem(message, format_path(loc, data), hint, source, line,
+                                       column))
     try:
         spec = CouncilSpec.model_validate(data)
     except PydanticValidationError as exc:

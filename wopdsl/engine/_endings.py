@@ -16,7 +16,12 @@ from typing import Any
 
 from wopdsl._ids import SystemClock
 from wopdsl.engine._writer import EventWriter
-from wopdsl.errors import DeclarationError, StoreConflict
+from wopdsl.errors import (
+    DeclarationError,
+    StoreConflict,
+    StoreError,
+    StoreUnavailable,
+)
 
 __all__ = ["Endings"]
 
@@ -35,6 +40,8 @@ class Endings(EventWriter):
     def _between(self) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError  # The engine's lock (Engine._between).
 
+
+
     def before_complete(self) -> None:
         """Called before the closing events of a completed run are emitted."""
 
@@ -44,7 +51,6 @@ class Endings(EventWriter):
             self._close_room(room_id, {"messages": len(room.messages)}, "council completed")
         self._emit("run.completed", {"outputs": self.state.result(),
                                      "durationMs": self._duration()})
-        self._flush()
 
     def _fail(self, code: str, message: str, node: str | None,
               details: dict[str, Any] | None = None, closing_text: str | None = None) -> None:
@@ -56,7 +62,19 @@ class Endings(EventWriter):
         if node is not None:
             payload["failedNodeId"] = node
         self._emit("run.failed", payload)
-        self._flush()
+
+    async def _fail_for_store(self, exc: StoreError) -> None:
+        """End the run as failed (``STORE_ERROR``) if the log can still say so: honestly."""
+        if isinstance(exc, StoreConflict | StoreUnavailable):
+            return
+        with contextlib.suppress(Exception):
+            async with self._between():
+                await self._resync()
+                if self.state.terminal or self.state.last_sequence < 0:
+                    return
+                async with self._claim():
+                    self._fail("STORE_ERROR", f"the store failed: {exc.message}", None)
+                    await self._commit()
 
     def _time_out(self) -> None:
         timeout = self.graph.spec.council.timeout_ms
@@ -69,25 +87,27 @@ class Endings(EventWriter):
         self._fail("TIMEOUT", f"the council did not finish within timeout_ms = {timeout}", None,
                    closing_text=text)
 
-    def _resumed(self) -> None:
-        """Mark a run continued after a crash or a fork: ``run.resumed`` (DESIGN.md §7).
+    def _resumed(self, reason: str | None = None) -> None:
+        """Mark a run continued after a crash, a fork or a store outage: ``run.resumed``.
 
-        Its in-flight turns are then retried (``node.retried`` before each new
-        ``node.started``, in :meth:`_next_batch`); a fork's gates closed at the cut end first.
+        (DESIGN.md §7; the caller commits.) Its in-flight turns are then retried
+        (``node.retried`` before each new ``node.started``, in ``_next_batch``); a fork's gates
+        closed at the cut end first. ``reason`` (``store-recovery``) marks the run even with
+        nothing in flight.
         """
         state = self.state
         if state.terminal or state.last_sequence < 0:
             return
         origin = state.metadata.get("forkedFrom") or {}
         fork_start = origin.get("atSequence") == state.last_sequence
-        if not state.inflight and not fork_start:
+        if not state.inflight and not fork_start and reason is None:
             return
-        payload: dict[str, Any] = {"reason": "fork" if fork_start else "crash-recovery"}
+        payload: dict[str, Any] = {"reason": reason or ("fork" if fork_start
+                                                        else "crash-recovery")}
         if state.inflight:
             payload["retrying"] = sorted(state.inflight)
         self._emit("run.resumed", payload)
         self._finish_gates()
-        self._flush()
 
     # -- the deadline (RFC 0005 §I) --------------------------------------------------------
 
@@ -133,16 +153,17 @@ class Endings(EventWriter):
         driver applies the deadline itself).
         """
         async with self._between():
-            self._catch_up()
+            await self._acatch_up()
             self._arm_deadline()
             if self.state.terminal or not self._deadline_passed():
                 return False
             try:
-                with self.store.claim(self.run_id):
-                    self._catch_up()
+                async with self._claim():
+                    await self._acatch_up()
                     if self.state.terminal:
                         return False
                     self._time_out()
+                    await self._commit()
             except StoreConflict:
                 return False
             return True

@@ -16,7 +16,7 @@ from typing import Any, Final
 from wopdsl.agents.budget import RunBudget
 from wopdsl.compile.graph import CompiledMember
 from wopdsl.engine._writer import EventWriter
-from wopdsl.errors import StoreConflict
+from wopdsl.errors import StoreConflict, StoreError
 from wopdsl.model.turns import Turn
 from wopdsl.protocol import payloads as p
 from wopdsl.state import CouncilState, Inflight
@@ -36,6 +36,8 @@ class LiveRecords(EventWriter):
     _live: list[tuple[str, dict[str, Any], str]] | None = None
     """Events recorded by turns in flight since the last commit."""
     _live_flush: asyncio.Handle | None = None
+    _live_tasks: set[asyncio.Task[None]] = set()  # noqa: RUF012 - replaced per instance
+    """Live commits on a worker thread (a blocking store), kept until they finish."""
 
     @contextlib.asynccontextmanager
     async def _recording_agents(self) -> AsyncIterator[None]:
@@ -116,6 +118,13 @@ class LiveRecords(EventWriter):
         records, self._live = self._live or [], []
         if self.settled:
             return  # the batch's settlement committed them already
+        if self._blocking:
+            if not self._live_tasks:
+                self._live_tasks = set()
+            task = asyncio.ensure_future(self._commit_live_off_loop(records))
+            self._live_tasks.add(task)
+            task.add_done_callback(self._live_tasks.discard)
+            return
         for _ in range(8):
             try:
                 self._flush()
@@ -127,6 +136,24 @@ class LiveRecords(EventWriter):
                     return  # the turns were taken over; the settlement will see the conflict
                 for type_, payload, node in records:
                     self._emit(type_, payload, node_id=node)
+
+    async def _commit_live_off_loop(self, records: list[tuple[str, dict[str, Any], str]]
+                                    ) -> None:
+        """:meth:`_commit_live` for a blocking store (the append on a worker thread)."""
+        for _ in range(8):
+            try:
+                await self._commit()
+                return
+            except StoreConflict:
+                nodes = {node for _type, _payload, node in records}
+                if self.state.terminal or not nodes <= set(self.state.inflight):
+                    return
+                for type_, payload, node in records:
+                    self._emit(type_, payload, node_id=node)
+            except StoreError:
+                # Unreachable: the batch's settlement fails on it too, and the drive retries
+                # from the log once the store answers again (see Engine.drive).
+                return
 
 
 def requestable(state: CouncilState) -> frozenset[str]:

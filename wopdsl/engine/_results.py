@@ -10,6 +10,7 @@ from pydantic import ValidationError as PydanticValidationError
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Reply
+from wopdsl.protocol.bounds import field_path, json_problem
 from wopdsl.state import CouncilState
 
 
@@ -21,9 +22,16 @@ def check_result(
     Every post is checked before any is accepted: the room exists and is open, the text is
     not blank, the sender belongs to it, every mention belongs to it, and the content
     satisfies its turn schema — the rules a person's post obeys. A member mentioned twice
-    in one post is kept once, as in a person's post.
+    in one post is kept once, as in a person's post. ``data`` must be JSON every reader of
+    the log can serve (``wopdsl.protocol.bounds``).
     """
     result = _normalise(raw, member.id)
+    if "data" in result:
+        bad = json_problem(result["data"])
+        if bad is not None:
+            field = field_path("data", bad[0])
+            raise TurnError("RESULT_INVALID", f"{member.id} returned {field}: {bad[1]}",
+                            {"field": field})
     posts = result.get("posts", [])
     for post in posts:
         if len(post["mentions"]) > 1 and len(set(post["mentions"])) != len(post["mentions"]):

@@ -8,6 +8,9 @@ with RFC 0101 rosters). :class:`~wopdsl.engine.core.Engine` adds the scheduling 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from wopdsl._ids import (
@@ -20,7 +23,7 @@ from wopdsl._ids import (
     parse_iso_ms,
 )
 from wopdsl.compile.graph import CouncilGraph
-from wopdsl.errors import ValidationError
+from wopdsl.errors import StoreUnavailable, ValidationError
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.envelope import SCHEMA_VERSION, RunEventDoc
 from wopdsl.state import CouncilState
@@ -52,6 +55,10 @@ class EventWriter:
             clock = FixedClock(start_ms=parse_iso_ms(events[-1]["timestamp"]) + 1)
         self.clock: Clock = clock or SystemClock()
         self._pending: list[RunEventDoc] = []
+        self._blocking = store.blocking
+        self._commit_lock: asyncio.Lock | None = None
+        self._outage = False
+        """Whether the store became unreachable during this drive (see ``Engine.drive``)."""
         self._rosters: dict[str, frozenset[str]] = {}
         self._stamp_second = -1
         self._stamp_prefix = ""
@@ -112,12 +119,78 @@ class EventWriter:
         try:
             self.store.append(self.run_id, events, events[0]["sequence"])
         except BaseException:
-            # The speculative state is ahead of the log: rebuild it from what is durable.
-            self.state = CouncilState.fold(self.store.read(self.run_id))
+            self.state = self._refolded()
             raise
+
+    async def _commit(self) -> None:
+        """Make the pending events durable, never holding the event loop on the store.
+
+        In place for stores whose calls do not block (SQLite, memory: a thread hop would cost
+        more than the append); on a worker thread for those whose calls may wait on a
+        network (``EventStore.blocking``: PostgreSQL), commits in the order they were made.
+        """
+        if not self._blocking:
+            self._flush()
+            return
+        if self._commit_lock is None:
+            self._commit_lock = asyncio.Lock()
+        async with self._commit_lock:
+            if not self._pending:
+                return
+            events, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self.store.append, self.run_id, events,
+                                        events[0]["sequence"])
+            except StoreUnavailable:
+                # Nothing can be read either: the drive stops, and the next one (the retry
+                # after the outage) folds the log again before it goes on.
+                self._outage = True
+                raise
+            except BaseException:
+                self.state = await asyncio.to_thread(self._refolded)
+                raise
+
+    def _refolded(self) -> CouncilState:
+        """The state of what is durable, after a failed append left the speculative one ahead.
+
+        Empty when the store cannot be read either (it is unreachable): the next catch-up
+        then folds the whole log again.
+        """
+        try:
+            return CouncilState.fold(self.store.read(self.run_id))
+        except Exception:
+            return CouncilState()
+
+    @contextlib.asynccontextmanager
+    async def _claim(self) -> AsyncIterator[None]:
+        """Hold the run's claim (``EventStore.claim``); taken on a worker thread if blocking."""
+        claim = self.store.claim(self.run_id)
+        if not self._blocking:
+            with claim:
+                yield
+            return
+        await asyncio.to_thread(claim.__enter__)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(claim.__exit__, None, None, None)
 
     def _catch_up(self) -> None:
         self.state.apply_all(self.store.read(self.run_id, self.state.last_sequence))
+
+    async def _resync(self) -> None:
+        """Fold the whole log again and drop what was not committed (after an outage)."""
+        events = await self.store.call(self.store.read, self.run_id)
+        self._pending = []
+        self.state = CouncilState.fold(events)
+
+    async def _acatch_up(self) -> None:
+        """:meth:`_catch_up`, with the read on a worker thread for a blocking store."""
+        if not self._blocking:
+            self._catch_up()
+            return
+        events = await asyncio.to_thread(self.store.read, self.run_id, self.state.last_sequence)
+        self.state.apply_all(events)
 
     # -- rooms -----------------------------------------------------------------------------
 

@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from wopdsl._ids import Clock
-from wopdsl.agents.python import ctrl_c_in_place
+from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
 from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine._outage import Outage
 from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
 from wopdsl.engine._turns import take_turn
 from wopdsl.engine.human import HumanDoor, HumanInput
-from wopdsl.errors import RunBusy, StoreConflict, TurnError
+from wopdsl.errors import RunBusy, StoreConflict, StoreError, StoreUnavailable, TurnError
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 from wopdsl.state import Inflight, RunStatus
@@ -70,6 +71,8 @@ class Engine(HumanDoor, Settling, LiveRecords):
         """When the drive last yielded to the event loop before an inline turn."""
         self._driver: asyncio.Task[Any] | None = None
         """The task running :meth:`drive`, once it has started."""
+        self._in_place = True
+        """Whether a lone sync handler turn may run in place (not on a host's loop)."""
         self._expiry: asyncio.TimerHandle | None = None
         """Fires the council deadline of a waiting run this process holds (RFC 0005 §I)."""
         self._expiring: asyncio.Task[bool] | None = None
@@ -105,7 +108,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
             self._reserve_budget()
             for room in self.graph.rooms.values():
                 self._open_room(room.id)
-            self._flush()
+            await self._commit()
 
     async def drive(self) -> RunStatus:
         """Run batches until the run ends or waits for human input; return the status.
@@ -113,25 +116,58 @@ class Engine(HumanDoor, Settling, LiveRecords):
         The run is claimed while it is driven (:meth:`EventStore.claim`): one driver at a
         time, in this process or (SQLite) any other.
 
+        A store that becomes unreachable (:class:`StoreUnavailable`: a lost connection, a
+        server restarting) is waited for, with backoff, for up to its ``reconnect_s``; the
+        drive then goes on from the log with ``run.resumed {reason: "store-recovery"}``.
+        Another store failure ends the run ``failed`` (``STORE_ERROR``) if the log can still
+        say so.
+
         Raises:
             StoreConflict: another driver is executing the run, or took it over meanwhile.
+            StoreUnavailable: the store stayed unreachable for longer than ``reconnect_s``.
         """
         self._driver = asyncio.current_task()  # Where inline turns run (see _run_inline).
-        async with self._lock:
-            self._catch_up()
-            if self.state.terminal:
-                return self.state.status
-            self._require_handlers()
-            self._arm_deadline()
-        with self.store.claim(self.run_id):
+        self._in_place = in_place_allowed()
+        outage: Outage | None = None
+        while True:
+            try:
+                async with self._lock:
+                    if outage is None:
+                        await self._acatch_up()
+                    else:
+                        await self._resync()
+                    if self.state.terminal:
+                        return self.state.status
+                    self._require_handlers()
+                    self._arm_deadline()
+                await self._drive_claimed(recovered=outage is not None)
+                break
+            except StoreConflict as exc:
+                if isinstance(exc, RunBusy) or not self._outage:
+                    raise
+                # After an outage an append may have landed unseen: read the log again.
+                outage = outage or Outage(self.run_id, self.store.reconnect_s, exc)
+            except StoreUnavailable as exc:
+                outage = outage or Outage(self.run_id, self.store.reconnect_s, exc)
+                outage.failure = exc
+            except StoreError as exc:
+                await self._fail_for_store(exc)
+                raise
+            self._outage = False
+            await outage.wait()  # Raises StoreUnavailable once the store stayed away too long.
+        self._schedule_expiry()
+        return self.state.status
+
+    async def _drive_claimed(self, *, recovered: bool = False) -> None:
+        async with self._claim():
             async with self._lock:
-                self._catch_up()  # What a driver that just let go appended.
-                self._resumed()
+                await self._acatch_up()  # What a driver that just let go appended.
+                self._resumed("store-recovery" if recovered else None)
+                await self._commit()
+            guard_loop()  # A handler's loop.stop() fails its turn, not the whole process.
             with ctrl_c_in_place():
                 async with self._recording_agents():
                     await self._drive_batches()
-        self._schedule_expiry()
-        return self.state.status
 
     async def _drive_batches(self) -> None:
         while True:
@@ -146,10 +182,12 @@ class Engine(HumanDoor, Settling, LiveRecords):
                     break
                 if self._deadline_passed():
                     self._time_out()
+                    await self._commit()
                     break
                 base = self.state.last_sequence
                 try:
                     batch = self._next_batch()
+                    await self._commit()
                 except StoreConflict:
                     # Another process saved human input first: plan again on top of it.
                     if self._only_human_input_since(base, []):
@@ -157,6 +195,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
                     raise
                 if batch is None:
                     if self.state.status == "waiting-input" and self.supply_input():
+                        await self._commit()
                         continue
                     break
                 # Batch after batch, each settlement committed with the next dispatch, while
@@ -181,12 +220,15 @@ class Engine(HumanDoor, Settling, LiveRecords):
         """
         async with self._between():
             for attempt in range(_POST_ATTEMPTS):
-                self._catch_up()
+                await self._acatch_up()
                 self._arm_deadline()
                 try:
                     if self._deadline_passed() and not self.state.terminal:
                         self._time_out()
-                    return self.apply_human(entry)
+                        await self._commit()
+                    message = self.apply_human(entry)
+                    await self._commit()
+                    return message
                 except RunBusy:
                     raise
                 except StoreConflict:
@@ -199,7 +241,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
         async with self._between():
-            self._catch_up()
+            await self._acatch_up()
             if self.state.terminal:
                 return
             for inflight in list(self.state.inflight.values()):
@@ -207,7 +249,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
                            node_id=inflight.member)
             self._close_all(None, f"run cancelled: {reason}")
             self._emit("run.cancelled", {"reason": reason, "cancelledBy": "user"})
-            self._flush()
+            await self._commit()
 
     # -- hooks for subclasses (fork in replay mode; after_settle is in _settling) ----------
 
@@ -230,11 +272,11 @@ class Engine(HumanDoor, Settling, LiveRecords):
         finally:
             self._lock.release()
 
-    def _next_batch(self, *, flush: bool = True) -> list[Inflight] | None:
+    def _next_batch(self) -> list[Inflight] | None:
         """Dispatch the next batch and return it; ``None`` when the run stops.
 
-        With ``flush`` the dispatch is durable on return; without it, the caller commits it
-        (before any member of the batch runs). A run that ends here is always committed.
+        The caller commits what this emits (:meth:`_commit`) before any member of the batch
+        runs: the dispatch, or the run's end.
         """
         state = self.state
         if state.inflight:
@@ -250,7 +292,6 @@ class Engine(HumanDoor, Settling, LiveRecords):
                     inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
                     position=inflight.position, triggers=inflight.triggers,
                     batch=state.batch), node_id=inflight.member)
-            self._flush()
             return batch
         for member_id in state.queue:
             member = state.members[member_id]
@@ -265,8 +306,6 @@ class Engine(HumanDoor, Settling, LiveRecords):
         if not chosen:
             if not state.queue:
                 self._complete()
-            elif flush:
-                self._flush()
             return None
         number = state.batch + 1
         for member_id in chosen:
@@ -274,9 +313,8 @@ class Engine(HumanDoor, Settling, LiveRecords):
                 member_id, attempt=0, turn=state.members[member_id].turns + 1,
                 position=state.next_position, triggers=list(state.queue[member_id]),
                 batch=number), node_id=member_id)
-        # Append before running: after a crash the turn must be retried, not forgotten.
-        if flush:
-            self._flush()
+        # Committed before running (by the caller): after a crash the turn must be retried,
+        # not forgotten.
         return [state.inflight[m] for m in chosen]
 
     async def _run_batch(self, batch: list[Inflight]) -> list[Inflight] | None:
@@ -307,18 +345,18 @@ class Engine(HumanDoor, Settling, LiveRecords):
             await asyncio.gather(*pending, return_exceptions=True)
         timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
         outcomes = [timed_out if task in pending else task.result() for task in tasks]
-        return self._settle_after_input(batch, outcomes, timed_out=bool(pending))
+        return await self._settle_after_input(batch, outcomes, timed_out=bool(pending))
 
-    def _settle_after_input(self, batch: list[Inflight],
-                            outcomes: list[dict[str, Any] | TurnError], *,
-                            timed_out: bool) -> list[Inflight] | None:
+    async def _settle_after_input(self, batch: list[Inflight],
+                                  outcomes: list[dict[str, Any] | TurnError], *,
+                                  timed_out: bool) -> list[Inflight] | None:
         """Settle ``batch`` and chain the next dispatch; both committed in one transaction."""
         base = self.state.last_sequence
         while True:
             try:
                 self._settle(batch, outcomes, timed_out=timed_out)
                 following = self._chain()
-                self._flush()
+                await self._commit()
                 return following
             except StoreConflict:
                 # Another process saved human input while the batch ran: settle after it.
@@ -331,7 +369,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
         if self.state.terminal or self._waiting or self._deadline_passed() or \
                 self._retry_wait is not None:
             return None
-        return self._next_batch(flush=False)
+        return self._next_batch()
 
     def _inline(self, inflight: Inflight) -> bool:
         agent = self.graph.members[inflight.member].agent
@@ -349,10 +387,10 @@ class Engine(HumanDoor, Settling, LiveRecords):
         if now - self._yielded >= _YIELD_EVERY:
             self._yielded = now
             await asyncio.sleep(0)
-        outcome = await self._take_turn(inflight, alone=True)
+        outcome = await self._take_turn(inflight, alone=self._in_place)
         if self._driver is not None and self._driver.cancelling():
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
-        return self._settle_after_input([inflight], [outcome], timed_out=False)
+        return await self._settle_after_input([inflight], [outcome], timed_out=False)
 
     async def _take_turn(self, inflight: Inflight, *, alone: bool = False
                          ) -> dict[str, Any] | TurnError:

@@ -23,7 +23,7 @@ class HumanDoor(EventWriter):
     """Checks and writes a submitted turn (the caller holds the engine's lock)."""
 
     def apply_human(self, entry: HumanInput) -> str | None:
-        """Check and append a submitted turn now (the caller holds the engine lock).
+        """Check and emit a submitted turn (the caller holds the engine lock and commits).
 
         Raises:
             ValidationError: refused; nothing was appended.
@@ -41,7 +41,6 @@ class HumanDoor(EventWriter):
                                     index=room.turn_index + 1, room_id=turn.room)
             self._close_room(turn.room, turn.outcome, f"closed by {turn.member}", final)
             self._request_waits()
-            self._flush()
             return None
         member = self.state.members[turn.member]
         position = self.state.next_position
@@ -57,7 +56,6 @@ class HumanDoor(EventWriter):
         self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
                        human=turn.role == "user", ts=turn.ts)
         self._request_waits()
-        self._flush()
         return mid
 
     def _resolve_wait(self, turn: Accepted) -> None:

@@ -21,6 +21,7 @@ from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._results import post_problem
 from wopdsl.errors import SpeakerNotParticipant, ValidationError
 from wopdsl.model.mentions import parse_mentions
+from wopdsl.protocol.bounds import json_problem
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.protocol.payloads import agent_ref
 from wopdsl.state import CouncilState
@@ -88,9 +89,7 @@ def _unpack(resume: Any) -> tuple[str, dict[str, Any] | None, Any]:
     """Split a resume payload into ``(operation, turn fields, outcome)``."""
     if not isinstance(resume, dict):
         raise _refuse(f"the resume payload must be a JSON object, not {_kind(resume)}")
-    if json_depth(resume) > MAX_DEPTH:
-        raise _refuse(f"the resume payload nests deeper than {MAX_DEPTH} levels",
-                      hint="send a flat turn: {content: {text, mentions}}")
+    _check_json(resume, "the resume payload")
     if "operation" not in resume:
         _only(resume, _TURN_KEYS, "turn")
         return "exchange", resume, None
@@ -109,6 +108,16 @@ def _unpack(resume: Any) -> tuple[str, dict[str, Any] | None, Any]:
         if "outcome" in resume:
             raise _refuse("outcome is only for operation 'close'")
     return operation, turn, resume.get("outcome")
+
+
+def _check_json(value: Any, what: str) -> None:
+    """Refuse a value no reader of the log could serve (too deep, too wide an integer)."""
+    problem = json_problem(value)
+    if problem is not None:
+        where, message = problem
+        raise _refuse(f"{what}{': ' + where if where else ''}: {message}",
+                      hint=f"send plain JSON data: at most {MAX_DEPTH} levels deep, integers "
+                           "within 64 bits; e.g. a flat turn {content: {text, mentions}}")
 
 
 def _only(value: dict[str, Any], allowed: frozenset[str], what: str) -> None:
@@ -161,8 +170,8 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         raise _refuse(f"unknown operation '{operation}' (use 'exchange' or 'close')")
     elif operation == "exchange":
         turn = {"content": {"text": text, "mentions": mentions}}
-    if outcome is not None and json_depth(outcome) > MAX_DEPTH:
-        raise _refuse(f"the outcome nests deeper than {MAX_DEPTH} levels")
+    if outcome is not None:
+        _check_json(outcome, "the outcome")
     role = None
     ts = None
     if turn is not None:

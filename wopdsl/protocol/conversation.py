@@ -12,6 +12,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
+from wopdsl.protocol.bounds import MAX_DEPTH as BOUNDS_DEPTH
+
 __all__ = [
     "MAX_DEPTH",
     "AgentRef",
@@ -24,7 +26,7 @@ __all__ = [
     "parse_resume",
 ]
 
-MAX_DEPTH: Final = 32
+MAX_DEPTH: Final = BOUNDS_DEPTH
 """Deepest nesting the host accepts in a submitted JSON value (turn content, outcome)."""
 
 

@@ -19,11 +19,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final
 
-import orjson
-
 from wopdsl import EventStore
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError
+from wopdsl.server.io import dumps
 
 __all__ = ["TERMINAL_TYPES", "Feeds", "Frame", "Subscriber"]
 
@@ -54,7 +53,7 @@ class Frame:
 def encode(event: dict[str, object]) -> Frame:
     """Encode a stored event as a frame."""
     return Frame(int(event["sequence"]), str(event["type"]),  # type: ignore[call-overload]
-                 orjson.dumps(event))
+                 dumps(event))
 
 
 class Subscriber:
@@ -92,13 +91,18 @@ class Subscriber:
         cursor = after
         if self.dropped:
             return
-        # Catch up from the store (this subscriber is already registered: nothing is lost).
-        stored = [encode(event) for event in store.read(run_id, cursor)]  # type: ignore[arg-type]
+        # Catch up from the store once the feed follows it from a known point (this
+        # subscriber is registered already: nothing appended since is lost).
+        await self.feed.following.wait()
+        if self.dropped:
+            return
+        events = await store.call(store.read, run_id, cursor)
+        stored = [encode(event) for event in events]  # type: ignore[arg-type]
         for start in range(0, len(stored), _CATCH_UP_BATCH):
             batch = stored[start:start + _CATCH_UP_BATCH]
             cursor = batch[-1].sequence
             yield batch
-        if (stored and stored[-1].terminal) or self._ended(cursor):
+        if (stored and stored[-1].terminal) or await self._ended(cursor):
             return
         while not self.dropped:
             batch = []
@@ -125,15 +129,15 @@ class Subscriber:
             except TimeoutError:
                 yield None
 
-    def _ended(self, cursor: int) -> bool:
+    async def _ended(self, cursor: int) -> bool:
         """Whether the run ended at or before ``cursor`` (nothing more will come)."""
         if self.feed.ended_at is not None:
             return cursor >= self.feed.ended_at
         store, run_id = self.feed.store, self.feed.run_id
-        last = store.last_sequence(run_id)
+        last = await store.call(store.last_sequence, run_id)
         if last < 0 or cursor < last:
             return False
-        tail = store.read(run_id, last - 1)
+        tail = await store.call(store.read, run_id, last - 1)
         return bool(tail) and tail[-1]["type"] in TERMINAL_TYPES
 
     def close(self) -> None:
@@ -151,14 +155,19 @@ class RunFeed:
         self.subscribers: set[Subscriber] = set()
         self.ended_at: int | None = None
         """The terminal event's sequence, once the feed has seen it."""
+        self.following = asyncio.Event()
+        """Set once the feed follows the store from a known sequence (subscribers catch up
+        from the store only then, so that no event falls between the two)."""
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, after: int) -> None:
-        """Start following after ``after`` (the store's last sequence when created)."""
-        self._task = asyncio.ensure_future(self._pump(after))
+    def start(self) -> None:
+        """Start following after the store's last sequence (read off the loop)."""
+        self._task = asyncio.ensure_future(self._pump())
 
-    async def _pump(self, after: int) -> None:
+    async def _pump(self) -> None:
         try:
+            after = await self.store.call(self.store.last_sequence, self.run_id)
+            self.following.set()
             async for event in self.store.subscribe(self.run_id, after):
                 frame = encode(event)  # type: ignore[arg-type]
                 for subscriber in list(self.subscribers):
@@ -173,6 +182,8 @@ class RunFeed:
             for subscriber in list(self.subscribers):
                 subscriber.dropped = True
                 subscriber._ready.set()
+        finally:
+            self.following.set()
 
     def remove(self, subscriber: Subscriber) -> None:
         """Unregister ``subscriber``; stop following once nobody listens."""
@@ -223,7 +234,7 @@ class Feeds:
                            headers={"Retry-After": "5"})
         if feed is None:
             feed = self._feeds[run_id] = RunFeed(self, self.store, run_id)
-            feed.start(self.store.last_sequence(run_id))
+            feed.start()
         subscriber = Subscriber(feed, limits.subscriber_buffer)
         feed.subscribers.add(subscriber)
         self.count += 1

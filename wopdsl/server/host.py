@@ -21,15 +21,20 @@ from wopdsl import (
     EventStore,
     Run,
     RunBusy,
+    StoreUnavailable,
     WopError,
     attach,
 )
+from wopdsl.agents.python import host_loop
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError, from_wop_error
+from wopdsl.state import CouncilState
 
 __all__ = ["TERMINAL_STATUSES", "Host"]
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+STORE_RETRY_S = 5.0
+"""Seconds between attempts to take up a run whose store stayed unreachable."""
 
 _log = logging.getLogger("wopdsl.server")
 
@@ -61,6 +66,9 @@ class Host:
         self._supervisors: dict[str, asyncio.Task[None]] = {}
         self._wakes: dict[str, asyncio.Event] = {}
         self._creating = 0
+        self._states: dict[str, CouncilState] = {}
+        """Runs' states read for requests (a blocking store only; see :meth:`state_of`)."""
+        self._reading: dict[str, asyncio.Lock] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -70,8 +78,9 @@ class Host:
         Returns:
             The ids of the runs taken up.
         """
+        host_loop()  # Sync handlers never run on the loop that answers every request.
         taken: list[str] = []
-        for info in self.store.runs():
+        for info in await self.store.call(self.store.runs):
             if info.last_type in ("run.completed", "run.failed", "run.cancelled") or \
                     info.workflow_id not in self.councils:
                 continue
@@ -115,6 +124,34 @@ class Host:
                            "served here", {"workflows": sorted(self.councils)})
         return council
 
+    async def state_of(self, run_id: str) -> CouncilState:
+        """The run's folded state, caught up with the log, for a reader (treat as read-only).
+
+        A blocking store (PostgreSQL) is read on a worker thread, into a state this host
+        keeps per run and folds on the loop: no request waits on the store while holding
+        the loop, and no state is folded by two threads.
+
+        Raises:
+            ApiError: 404 ``run_not_found``.
+        """
+        if not self.store.blocking:
+            return self.open(run_id).state
+        lock = self._reading.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            state = self._states.get(run_id) or CouncilState()
+            events = await self.store.call(self.store.read, run_id, state.last_sequence)
+            state.apply_all(events)
+            if state.last_sequence < 0:
+                self._reading.pop(run_id, None)
+                raise ApiError(404, "run_not_found", f"run {run_id} not found",
+                               {"runId": run_id})
+            self._states[run_id] = state
+            while len(self._states) > self.limits.max_runs:
+                oldest = next(iter(self._states))
+                del self._states[oldest]
+                self._reading.pop(oldest, None)
+            return state
+
     def open(self, run_id: str) -> Run:
         """Return the handle on ``run_id`` (python handlers bound when its council is served).
 
@@ -149,6 +186,7 @@ class Host:
                 refuses (e.g. a room larger than ``max_participants``).
         """
         council = self.council(workflow_id)
+        host_loop()
         if run_id is not None and self.store.exists(run_id):
             return self.open(run_id)
         if self.active >= self.limits.max_runs:
@@ -215,27 +253,29 @@ class Host:
     # -- supervision -----------------------------------------------------------------------
 
     def _supervise(self, run: Run, *, resume: bool) -> None:
+        host_loop()
         if run.run_id in self._supervisors:
             return
         self._supervisors[run.run_id] = asyncio.ensure_future(self._watch(run, resume))
 
     async def _watch(self, run: Run, resume: bool) -> None:
-        """Follow a run this host drives; fire a waiting run's deadline on time."""
+        """Follow a run this host drives; fire a waiting run's deadline on time.
+
+        A run whose store stayed unreachable longer than the store's ``reconnect_s`` is
+        taken up again every :data:`STORE_RETRY_S` seconds until the store answers (the
+        run then goes on, ``run.resumed``) or the host stops; meanwhile its reads answer
+        503 ``STORE_ERROR``.
+        """
         run_id = run.run_id
         try:
-            status = await (run.resume() if resume else run.wait())
-            while status not in TERMINAL_STATUSES:
-                if status != "waiting-input":
-                    return  # Another process drives it now; its driver keeps its deadline.
-                wake = self._wakes[run_id] = asyncio.Event()
-                delay = _deadline_in(run)
+            while True:
                 try:
-                    await asyncio.wait_for(wake.wait(), delay)
-                    status = await run.wait()
-                except TimeoutError:
-                    # The council's timeout_ms passed while the run waited: applying it now
-                    # (not when someone next touches the run) is this host's job.
-                    status = await run.resume()
+                    await self._follow(run, resume)
+                    return
+                except StoreUnavailable as exc:
+                    _log.warning("run %s waits for its store: %s", run_id, _reason(exc))
+                    await asyncio.sleep(STORE_RETRY_S)
+                    resume = True
         except asyncio.CancelledError:
             raise
         except RunBusy:
@@ -247,8 +287,24 @@ class Host:
         finally:
             self._supervisors.pop(run_id, None)
             self._wakes.pop(run_id, None)
-            if run.status in TERMINAL_STATUSES:
+            if _settled(run):
                 self._forget(run_id)
+
+    async def _follow(self, run: Run, resume: bool) -> None:
+        """Drive (or wait for) the run until it ends or another process drives it."""
+        status = await (run.resume() if resume else run.wait())
+        while status not in TERMINAL_STATUSES:
+            if status != "waiting-input":
+                return  # Another process drives it now; its driver keeps its deadline.
+            wake = self._wakes[run.run_id] = asyncio.Event()
+            delay = _deadline_in(run)
+            try:
+                await asyncio.wait_for(wake.wait(), delay)
+                status = await run.wait()
+            except TimeoutError:
+                # The council's timeout_ms passed while the run waited: applying it now
+                # (not when someone next touches the run) is this host's job.
+                status = await run.resume()
 
     def _forget(self, run_id: str) -> None:
         task = self._supervisors.get(run_id)
@@ -284,6 +340,14 @@ def _deadline_in(run: Run) -> float | None:
     if not isinstance(timeout, int) or not started:
         return None
     return max(0.0, (started + timeout) / 1000 - time.time())
+
+
+def _settled(run: Run) -> bool:
+    """Whether the run has ended (False when its store cannot say)."""
+    try:
+        return run.status in TERMINAL_STATUSES
+    except WopError:
+        return False
 
 
 def _reason(exc: BaseException) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any
 
 import orjson
@@ -11,17 +12,33 @@ from starlette.responses import Response
 
 from wopdsl.server.errors import ApiError
 
-__all__ = ["JSONResponse", "read_body", "read_object", "want_int", "want_str"]
+__all__ = ["JSONResponse", "dumps", "read_body", "read_object", "want_int", "want_str"]
+
+_exact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                          check_circular=False).encode
+
+
+def dumps(content: Any) -> bytes:
+    """Encode ``content`` as compact JSON: orjson, or the standard library for what it refuses.
+
+    The doors keep new values within what orjson writes (``wopdsl.protocol.bounds``), but a log
+    written before them may hold an integer beyond 64 bits or a value nested past orjson's 254
+    levels: such a run's events are still served, never a 500.
+    """
+    try:
+        return orjson.dumps(content)
+    except TypeError:
+        return _exact(content).encode()
 
 
 class JSONResponse(Response):
-    """A JSON response encoded with orjson."""
+    """A JSON response encoded with orjson (see :func:`dumps`)."""
 
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
         """Encode ``content``."""
-        return orjson.dumps(content)
+        return dumps(content)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -20,6 +20,7 @@ from wopdsl.server.idempotency import IdempotencyCache, check_key, fingerprint, 
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.turns import resolve_speaker, room_of
+from wopdsl.state import build_snapshot
 
 __all__ = ["Api"]
 
@@ -128,29 +129,32 @@ class Api:
 
     async def get_run(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}``: the run's ``RunSnapshot``."""
-        run = self.host.open(request.path_params["run_id"])
-        return JSONResponse(run.snapshot())
+        state = await self.host.state_of(request.path_params["run_id"])
+        return JSONResponse(build_snapshot(state))
 
     async def events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
         run_id = request.path_params["run_id"]
-        sse.check_run(self.host.store, run_id)
+        await sse.check_run(self.host.store, run_id)
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
             return sse.stream(self.feeds, run_id, after)
-        return sse.events_json(self.host.store, run_id, after, self.host.open(run_id).status)
+        status = (await self.host.state_of(run_id)).status
+        return await sse.events_json(self.host.store, run_id, after, status)
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
         run_id = request.path_params["run_id"]
-        sse.check_run(self.host.store, run_id)
+        await sse.check_run(self.host.store, run_id)
         after = sse.cursor_of(request)
         raw = request.query_params.get("timeout")
         timeout = 30 if raw is None else want_int(raw, "timeout", low=0,
                                                    high=int(self.limits.max_poll_s))
-        run = self.host.open(run_id)
-        return await sse.poll(self.feeds, self.host.store, run_id, after, timeout,
-                              lambda: run.status)
+
+        async def status() -> str:
+            return (await self.host.state_of(run_id)).status
+
+        return await sse.poll(self.feeds, self.host.store, run_id, after, timeout, status)
 
     async def resolve(self, request: Request) -> Response:
         """``POST /v1/runs/{runId}/interrupts/{nodeId}`` ``{resumeValue}``: a turn from outside."""

@@ -10,7 +10,7 @@ with a comment saying so, and reconnects with ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 from starlette.requests import Request
@@ -77,17 +77,17 @@ async def _frames(subscriber: Subscriber, after: int, keepalive: float,
         subscriber.close()
 
 
-def events_json(store: EventStore, run_id: str, after: int, status: str) -> JSONResponse:
+async def events_json(store: EventStore, run_id: str, after: int, status: str) -> JSONResponse:
     """The events after ``after`` as one JSON document (for clients that do not ask SSE)."""
-    events = store.read(run_id, after)
-    return JSONResponse(_page(store, run_id, events, after, status, with_run=True))
+    events = await store.call(store.read, run_id, after)
+    return JSONResponse(await _page(store, run_id, events, after, status, with_run=True))
 
 
 async def poll(feeds: Feeds, store: EventStore, run_id: str, after: int, timeout: float,
-               status_of: Any) -> JSONResponse:
+               status_of: Callable[[], Awaitable[str]]) -> JSONResponse:
     """Long poll: the events after ``after``, waiting up to ``timeout`` s for the first one."""
-    events = store.read(run_id, after)
-    if not events and not _ended(store, run_id) and timeout > 0:
+    events = await store.call(store.read, run_id, after)
+    if not events and not await _ended(store, run_id) and timeout > 0:
         subscriber = feeds.subscribe(run_id)
         try:
             gen = cast(AsyncGenerator[list[Frame] | None, None],
@@ -99,17 +99,18 @@ async def poll(feeds: Feeds, store: EventStore, run_id: str, after: int, timeout
             finally:
                 await gen.aclose()
             if first is not None:
-                events = store.read(run_id, after)
+                events = await store.call(store.read, run_id, after)
         finally:
             subscriber.close()
-    return JSONResponse(_page(store, run_id, events, after, status_of(), with_run=False))
+    return JSONResponse(await _page(store, run_id, events, after, await status_of(),
+                                    with_run=False))
 
 
-def _page(store: EventStore, run_id: str, events: list[Any], after: int, status: str,
-          *, with_run: bool) -> dict[str, Any]:
+async def _page(store: EventStore, run_id: str, events: list[Any], after: int, status: str,
+                *, with_run: bool) -> dict[str, Any]:
     last = events[-1]["sequence"] if events else max(after, -1)
     terminal = status in ("completed", "failed", "cancelled")
-    caught_up = last >= store.last_sequence(run_id)
+    caught_up = last >= await store.call(store.last_sequence, run_id)
     page: dict[str, Any] = {"events": events, "isComplete": terminal and caught_up,
                             "lastEventSeq": last}
     if with_run:
@@ -117,13 +118,13 @@ def _page(store: EventStore, run_id: str, events: list[Any], after: int, status:
     return page
 
 
-def _ended(store: EventStore, run_id: str) -> bool:
-    last = store.last_sequence(run_id)
-    tail = store.read(run_id, last - 1) if last >= 0 else []
+async def _ended(store: EventStore, run_id: str) -> bool:
+    last = await store.call(store.last_sequence, run_id)
+    tail = await store.call(store.read, run_id, last - 1) if last >= 0 else []
     return bool(tail) and tail[-1]["type"] in TERMINAL_TYPES
 
 
-def check_run(store: EventStore, run_id: str) -> None:
+async def check_run(store: EventStore, run_id: str) -> None:
     """404 unless the run exists."""
-    if not store.exists(run_id):
+    if not await store.call(store.exists, run_id):
         raise ApiError(404, "run_not_found", f"run {run_id} not found", {"runId": run_id})

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
-from wopdsl.errors import StoreError
+from wopdsl.errors import StoreError, StoreUnavailable
 from wopdsl.store._pg_connect import Target
 from wopdsl.store._pg_schema import key
 from wopdsl.store.base import busy
@@ -160,7 +160,7 @@ class Claims:
                 conn.close()
 
     def _lost_error(self, run_id: str) -> StoreError:
-        return StoreError(
+        return StoreUnavailable(
             f"run {run_id}: lost the connection to {self.target.where} that held its claim; "
             f"another host may be driving it now, so this driver stops",
             hint="resume the run (wop resume RUN) once no other host drives it; nothing "

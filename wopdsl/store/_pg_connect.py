@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 from urllib.parse import quote, unquote
 
-from wopdsl.errors import StoreError
+from wopdsl.errors import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
     import psycopg
@@ -79,11 +79,18 @@ class Target:
             text = text.replace(secret, "***")
         return text
 
-    def error(self, doing: str, exc: BaseException | str, hint: str = "") -> StoreError:
-        """A ``StoreError`` naming the server and the reason, with the password scrubbed."""
+    def error(self, doing: str, exc: BaseException | str, hint: str = "",
+              *, unavailable: bool | None = None) -> StoreError:
+        """A ``StoreError`` naming the server and the reason, with the password scrubbed.
+
+        A :class:`StoreUnavailable` when the failure is one that passes (the server down,
+        restarting or unreachable, a connection lost): ``unavailable``, or judged from ``exc``.
+        """
         reason = self.scrub(_reason(str(exc)))
-        return StoreError(self.scrub(f"cannot {doing} {self.where}: {reason}"),
-                          hint=self.scrub(hint or _hint_for(reason)))
+        kind = StoreUnavailable if (transient(exc) if unavailable is None else unavailable) \
+            else StoreError
+        return kind(self.scrub(f"cannot {doing} {self.where}: {reason}"),
+                    hint=self.scrub(hint or _hint_for(reason)))
 
     def connect(self, purpose: str = "") -> psycopg.Connection:
         """Open one autocommit connection, with every failure as a clear :class:`StoreError`.
@@ -154,6 +161,30 @@ def _secrets(target: str) -> tuple[str, ...]:
         for param in re.finditer(r"[?&]password=([^&]*)", text):
             found.update({param[1], unquote(param[1])})
     return tuple(sorted((s for s in found if s), key=len, reverse=True))
+
+
+_PASSING: Final = ("08", "57P01", "57P02", "57P03", "53300")
+"""SQLSTATEs of failures that pass: connection exceptions, an administrator's or a crash's
+shutdown, a server starting up, too many connections."""
+
+
+def transient(exc: BaseException | str) -> bool:
+    """Whether a psycopg failure is one that passes (retrying later may succeed).
+
+    Failures libpq reports without a SQLSTATE (refused, reset, timed out, unknown host) are;
+    a refused password or a missing database are not.
+    """
+    import psycopg
+
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate
+    if state is None:
+        reason = str(exc).lower()
+        return not any(word in reason for word in (
+            "password", "authentication", "does not exist", "permission denied",
+            "invalid", "ssl is not enabled"))
+    return state.startswith(_PASSING)
 
 
 def _reason(message: str) -> str:

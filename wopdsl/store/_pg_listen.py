@@ -142,7 +142,8 @@ class Listener:
                 if first:  # The caller of start() reports it; later it is retried.
                     self._failure = exc
                     return
-                log.warning("%s; retrying", exc)
+                # Once per outage, not once per attempt: a long outage floods no log.
+                (log.warning if attempt == 0 else log.debug)("%s; retrying", exc)
                 self._stopping.wait(_BACKOFF[min(attempt, len(_BACKOFF) - 1)])
                 attempt += 1
                 continue

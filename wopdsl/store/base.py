@@ -5,13 +5,16 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from wopdsl.errors import RunBusy, RunNotFound, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 
 __all__ = ["EventStore", "RunInfo", "require_run"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,15 @@ class EventStore(ABC):
 
     poll_interval: float = 0.05
     """Seconds between polls in the default :meth:`subscribe`."""
+
+    blocking: bool = False
+    """Whether calls may wait on a network (PostgreSQL): hosts and engines then make them on
+    worker threads, never on the event loop. Local stores (SQLite, memory) answer in
+    microseconds and are called in place."""
+
+    reconnect_s: float = 0.0
+    """How long a driver keeps retrying a run whose store became unreachable
+    (:class:`~wopdsl.errors.StoreUnavailable`) before it gives up (``0``: it does not retry)."""
 
     @abstractmethod
     def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
@@ -100,6 +112,14 @@ class EventStore(ABC):
         """What identifies this store's storage for in-process claims (default: the object)."""
         return self
 
+    async def call(self, method: Callable[..., _T], *args: Any) -> _T:
+        """``method(*args)``: in place, or on a worker thread for a :attr:`blocking` store."""
+        if not self.blocking:
+            return method(*args)
+        import asyncio  # Here, not at import: asyncio is loaded once a loop runs.
+
+        return await asyncio.to_thread(method, *args)
+
     async def subscribe(self, run_id: str, after: int = -1) -> AsyncIterator[RunEventDoc]:
         """Yield the run's events after ``after``: catch up first, then follow live.
 
@@ -107,7 +127,7 @@ class EventStore(ABC):
         """
         cursor = after
         while True:
-            batch = self.read(run_id, cursor)
+            batch = await self.call(self.read, run_id, cursor)
             for event in batch:
                 cursor = event["sequence"]
                 yield event

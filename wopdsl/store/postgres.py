@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from wopdsl.errors import EventInvalid, StoreConflict, StoreError
+from wopdsl.errors import EventInvalid, StoreConflict, StoreError, StoreUnavailable
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store import _pg_schema as sql
 from wopdsl.store._codec import decode_body, encode_event, is_valid_record
@@ -49,6 +51,8 @@ class PostgresStore(EventStore):
         timeout: Seconds to wait for a pooled connection before failing.
         create: When false, a database without the store's tables is not given them;
             :class:`~wopdsl.RunNotFound` is raised instead (reading needs existing runs).
+        reconnect_s: How long a driver waits for the server to come back when it becomes
+            unreachable, before the run stops (default: ``WOP_STORE_RECONNECT_S``, else 60).
 
     Raises:
         StoreError: the string is invalid, the server is down or refuses the credentials,
@@ -58,8 +62,13 @@ class PostgresStore(EventStore):
         >>> store = PostgresStore("postgresql://wop@db.internal/councils")  # doctest: +SKIP
     """
 
+    blocking = True
+
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 15.0,
-                 create: bool = True) -> None:
+                 create: bool = True, reconnect_s: float | None = None) -> None:
+        self.reconnect_s = _reconnect_s() if reconnect_s is None else reconnect_s
+        self._down = False
+        """Whether the server was found unreachable (calls probe it directly until it answers)."""
         self.target: Target = parse(url)
         """The server and database (``target.where`` prints them without the password)."""
         self.timeout = timeout
@@ -77,6 +86,10 @@ class PostgresStore(EventStore):
             name="wopdsl", timeout=timeout, num_workers=1,
         )
         self._pool.open(wait=False)
+        pool_log = logging.getLogger("psycopg.pool")
+        if pool_log.level == logging.NOTSET:
+            # The pool logs each failed reconnection; the store says what matters itself.
+            pool_log.setLevel(logging.ERROR)
         self._claims = Claims(self.target, self.schema)
         self._listener = Listener(self.target, self._channel)
 
@@ -215,7 +228,7 @@ class PostgresStore(EventStore):
         # Register before checking, so an append between the two is never missed.
         listener.add(run_id, loop, future)
         try:
-            if self.last_sequence(run_id) > after:
+            if await self.call(self.last_sequence, run_id) > after:
                 return
             await future
         finally:
@@ -244,6 +257,8 @@ class PostgresStore(EventStore):
         instead of calling again (``None``: call again).
         """
         self._check_open()
+        if self._down:
+            return self._directly(doing, use)
         for attempt in (1, 2):
             conn: psycopg.Connection[Any] | None = None
             try:
@@ -261,6 +276,7 @@ class PostgresStore(EventStore):
                 if attempt == 2 or not dead:
                     raise self.target.error(doing, exc) from None
                 self._pool.check()  # Drop the other connections the outage killed.
+                self._probe()  # Down (StoreUnavailable at once), or a blip: try again.
                 if retry is not None:
                     outcome = retry()
                     if outcome is not None:
@@ -269,10 +285,34 @@ class PostgresStore(EventStore):
                 raise self.target.error(doing, exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _probe(self) -> None:
+        """Connect once, directly: fails fast (``StoreUnavailable``) while the server is down.
+
+        The pool would wait its whole ``timeout`` for a connection it cannot make; while the
+        server is known to be down, every call goes through :meth:`_directly` instead.
+        """
+        try:
+            self.target.connect("probe").close()
+        except StoreUnavailable:
+            self._down = True
+            raise
+
+    def _directly(self, doing: str, use: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        """Run ``use`` on a connection of its own (the server was down: the pool lags)."""
+        import psycopg
+
+        conn = self.target.connect("probe")  # StoreUnavailable while the server is down.
+        self._down = False
+        try:
+            return use(conn)
+        except psycopg.Error as exc:
+            raise self.target.error(doing, exc) from None
+        finally:
+            conn.close()
+
     def _unreachable(self, doing: str) -> StoreError:
         """Why no pooled connection came: try one directly, for the server's own reason."""
-        conn = self.target.connect("probe")  # Raises the clear error if the server is down.
-        conn.close()
+        self._probe()  # Raises the clear error if the server is down.
         return self.target.error(doing, f"all {self._pool.max_size} pooled connections "
                                  f"stayed busy for {self.timeout:g} s",
                                  "other threads hold the store's connections; raise pool_size")
@@ -308,6 +348,15 @@ class PostgresStore(EventStore):
             raise EventInvalid(f"{where}: record says run {event['runId']} "
                                f"#{event['sequence']}, not the row it is stored in", hint=hint)
         raise EventInvalid(f"{where}: malformed event record", hint=hint)
+
+
+def _reconnect_s() -> float:
+    raw = os.environ.get("WOP_STORE_RECONNECT_S", "")
+    try:
+        return max(0.0, float(raw)) if raw.strip() else 60.0
+    except ValueError:
+        raise StoreError(f"WOP_STORE_RECONNECT_S is not a number of seconds: {raw!r}",
+                         hint="e.g. WOP_STORE_RECONNECT_S=60") from None
 
 
 def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:

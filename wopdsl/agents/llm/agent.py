@@ -173,9 +173,10 @@ class LlmAgent(MemberAgent):
             if budget is not None and budget.limited:
                 budget.settle(worst_tokens, worst_cost, 0, 0.0)
             raise
-        input_tokens = (completion.input_tokens if completion.input_tokens is not None
-                        else prompt_tokens)
-        output_tokens = (completion.output_tokens if completion.output_tokens is not None
+        reported_in = _usable(completion.input_tokens, "prompt_tokens", recorder)
+        reported_out = _usable(completion.output_tokens, "completion_tokens", recorder)
+        input_tokens = reported_in if reported_in is not None else prompt_tokens
+        output_tokens = (reported_out if reported_out is not None
                          else estimate_tokens(completion.text))
         cost = self.profile.cost_usd(input_tokens, output_tokens)
         usage: dict[str, Any] = {"provider": self.profile.provider, "model": completion.model,
@@ -249,3 +250,20 @@ class LlmAgent(MemberAgent):
         base = self.profile.retry_backoff_ms / 1000 * (2 ** index)
         jitter = random.Random(f"{recorder.node_id}:{recorder.attempt}:{index}").uniform(0.5, 1)
         return float(min(_MAX_BACKOFF_S, base * jitter))
+
+
+MAX_USAGE_TOKENS = 2**53 - 1
+"""Largest token count taken from a model's ``usage``: beyond it (no model bills that much in
+one call) the count is ignored, the engine's estimate recorded instead, with a note."""
+
+
+def _usable(value: int | None, name: str, recorder: TurnRecorder) -> int | None:
+    """``value`` if it is a believable token count, else ``None`` (and a ``log.appended``)."""
+    if value is None or value <= MAX_USAGE_TOKENS:
+        return value
+    recorder.record("log.appended", {
+        "level": "warn", "nodeId": recorder.node_id,
+        "message": f"the model reported usage.{name} as a number of {len(str(value))} digits, "
+                   "beyond any real count (2^53-1); the engine's estimate is recorded instead",
+        "fields": {"field": f"usage.{name}", "digits": len(str(value))}})
+    return None

@@ -109,7 +109,7 @@ class V2Api:
         tenant = _resolve(request, "run_id")
         run_id = request.path_params["run_id"]
         if sse.wants_sse(request):
-            sse.check_run(self.api.host.store, run_id)
+            await sse.check_run(self.api.host.store, run_id)
             return sse.stream(self.api.feeds, run_id, sse.cursor_of(request),
                               lambda frame: _frame_v2(frame, tenant))
         return _rewrite(await self.api.events(request), lambda page: {
@@ -121,20 +121,24 @@ class V2Api:
         tenant = _resolve(request, "run_id")
         run_id = request.path_params["run_id"]
         store = self.api.host.store
-        sse.check_run(store, run_id)
+        await sse.check_run(store, run_id)
         raw = request.query_params.get("afterSequence")
         after = -1 if raw is None else want_int(raw, "afterSequence", low=-1)
         raw = request.query_params.get("timeout")
         timeout = 0 if raw is None else want_int(raw, "timeout", low=0,
                                                   high=int(self.api.limits.max_poll_s))
-        run = self.api.host.open(run_id)
-        response = await sse.poll(self.api.feeds, store, run_id, after, timeout,
-                                  lambda: run.status)
-        status = run.status
+        host = self.api.host
+
+        async def status_of() -> str:
+            return (await host.state_of(run_id)).status
+
+        response = await sse.poll(self.api.feeds, store, run_id, after, timeout, status_of)
+        state = await host.state_of(run_id)
+        status, last = state.status, state.last_sequence
         return _rewrite(response, lambda page: {
             "runId": bind(tenant, run_id),
             "events": [event_v2(e, tenant) for e in page["events"]],
-            "lastSequence": store.last_sequence(run_id), "status": status,
+            "lastSequence": last, "status": status,
             "isTerminal": status in ("completed", "failed", "cancelled")})
 
     async def resolve(self, request: Request) -> Response:
