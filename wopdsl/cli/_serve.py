@@ -34,6 +34,10 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                           "tokens)")
     cmd.add_argument("--port", type=int_at_least(0), default=8000,
                      help="port to bind (default 8000)")
+    cmd.add_argument("--allowed-hosts", metavar="NAME[,NAME…]", action="append", default=[],
+                     help="host names the host answers to besides loopback ones (Host "
+                          "header; *.example.com for subdomains, * for any); the --host "
+                          "address is added")
     cmd.add_argument("--tokens", metavar="FILE",
                      help='bearer tokens: a TOML file with [tokens] principal = "token" '
                           "(also $WOP_TOKENS=alice=token1,bob=token2)")
@@ -112,7 +116,8 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
         raise ValidationError(str(exc), hint="see `wop serve --help`") from None
     councils = discover(args.paths)
     store = ctx.store()
-    app = create_app(store, councils, tokens=tokens, limits=limits)
+    hosts = _allowed_hosts(args.allowed_hosts, args.host, ctx)
+    app = create_app(store, councils, tokens=tokens, limits=limits, allowed_hosts=hosts)
     import logging
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
@@ -129,6 +134,19 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
         raise CommandError("STORE_ERROR", f"could not serve on {args.host}:{args.port}",
                            hint="is the port free? pick another with --port")
     return 0
+
+
+def _allowed_hosts(given: list[str], bind: str, ctx: Context) -> list[str]:
+    """The ``--allowed-hosts`` names, with the bound address when it is one name."""
+    names = [n.strip() for item in given for n in item.split(",") if n.strip()]
+    if bind in ("0.0.0.0", "::", ""):
+        if not names:
+            print(f"wop serve: listening on every address ({bind}), but answering only to "
+                  "loopback names; add the names clients use with --allowed-hosts NAME",
+                  file=ctx.err, flush=True)
+    elif bind not in names:
+        names.append(bind)
+    return names
 
 
 def _server_class(uvicorn: Any) -> Any:

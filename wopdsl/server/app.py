@@ -26,6 +26,7 @@ from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
+from wopdsl.server.sites import AllowedHosts, SiteGuard
 
 __all__ = ["create_app"]
 
@@ -37,7 +38,7 @@ CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
 
 def create_app(store: str | os.PathLike[str] | EventStore | None = None,
                councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
-               limits: Limits | None = None) -> Starlette:
+               limits: Limits | None = None, allowed_hosts: Iterable[str] = ()) -> Starlette:
     """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
 
     On startup the app resumes the unfinished runs of its councils that it can claim; on
@@ -49,6 +50,9 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         tokens: Bearer tokens by principal (``Tokens`` or ``{principal: token}``); without
             any, every caller is the principal ``local`` — serve such an app on loopback only.
         limits: Body size, run and subscriber caps, keep-alive interval (see ``Limits``).
+        allowed_hosts: Names the host answers to besides the loopback ones (``Host``
+            header; ``*.example.com`` for a domain's subdomains, ``*`` for any name).
+            Requests for other names get 400 ``host_not_allowed`` (DNS rebinding).
 
     Returns:
         A Starlette app; ``app.state.host`` is its :class:`~wopdsl.server.host.Host`.
@@ -86,6 +90,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
     app.state.host = host
     app.state.api = api
     app.add_middleware(BearerAuth, tokens=tokens)
+    app.add_middleware(SiteGuard, hosts=AllowedHosts(allowed_hosts))  # Outermost: first.
     return app
 
 

@@ -26,6 +26,7 @@ from wopdsl import (
 )
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError, from_wop_error
+from wopdsl.server.io import run_not_found, want_run_id
 
 __all__ = ["TERMINAL_STATUSES", "Host"]
 
@@ -122,9 +123,8 @@ class Host:
         run = self._runs.get(run_id)
         if run is not None:
             return run
-        if not self.store.exists(run_id):
-            raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found",
-                           {"runId": run_id})
+        if not self.store.exists(want_run_id(run_id)):
+            raise run_not_found(run_id)
         handle = attach(self.store, run_id)
         state = handle.state
         served = self.councils.get(state.workflow_id or "")

@@ -54,7 +54,7 @@ def fingerprint(body: bytes) -> str:
 def run_id_for_key(council_id: str, principal: str, key: str) -> str:
     """A run id determined by the caller and its key, so a retry finds the same run."""
     digest = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()[:24]
-    return f"{council_id[:39]}-k{digest}"
+    return f"{council_id[:38]}-k{digest}"
 
 
 class IdempotencyCache:

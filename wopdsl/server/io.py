@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
+import re
+from typing import Any, Final
 
 import orjson
 from starlette.requests import Request
@@ -11,7 +11,15 @@ from starlette.responses import Response
 
 from wopdsl.server.errors import ApiError
 
-__all__ = ["JSONResponse", "read_body", "read_object", "want_int", "want_str"]
+__all__ = ["MAX_SEQUENCE", "JSONResponse", "read_body", "read_object", "run_not_found",
+           "want_int", "want_run_id", "want_str"]
+
+MAX_SEQUENCE: Final = 2**63 - 1
+"""The largest integer a query or header may carry (a signed 64-bit value, as stores keep)."""
+
+_INTEGER: Final = re.compile(r"-?[0-9]{1,20}")
+_RUN_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
+"""What a run id may be (ids this package mints are 1-65 of these characters)."""
 
 
 class JSONResponse(Response):
@@ -93,17 +101,36 @@ def want_str(data: dict[str, Any], field: str, *, optional: bool = False,
     return value
 
 
-def want_int(value: Any, field: str, *, low: int, high: int | None = None) -> int:
-    """Return ``value`` as an integer in ``[low, high]`` (400 otherwise); strings are parsed."""
+def want_int(value: Any, field: str, *, low: int, high: int = MAX_SEQUENCE) -> int:
+    """Return ``value`` as an integer in ``[low, high]`` (400 otherwise).
+
+    Strings (query values, headers) are parsed strictly: ASCII digits with an optional
+    minus sign, nothing else (no spaces, ``_``, ``+`` or other scripts' digits).
+    """
     if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or \
-            (high is not None and value > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        value = int(value) if _INTEGER.fullmatch(value) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > high:
+        bound = f"{low}..{high}"
         raise ApiError(400, "validation_error", f"{field} must be an integer {bound}",
                        {"field": field})
     return value
+
+
+def want_run_id(run_id: str) -> str:
+    """Return ``run_id`` if it may name a run; 404 ``RUN_NOT_FOUND`` otherwise.
+
+    Checked before any store is asked: an id with a NUL or a control character is no run
+    here, whatever the store would make of it.
+    """
+    if not _RUN_ID.fullmatch(run_id) or run_id in {".", ".."}:
+        raise run_not_found(run_id)
+    return run_id
+
+
+def run_not_found(run_id: str) -> ApiError:
+    """The 404 for a run this host does not hold."""
+    shown = run_id if len(run_id) <= 128 else run_id[:128] + "…"
+    return ApiError(404, "RUN_NOT_FOUND", f"run {shown!r} not found", {"runId": shown})
 
 
 def _kind(value: Any) -> str:

@@ -17,9 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from wopdsl import EventStore
-from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Frame, Subscriber
-from wopdsl.server.io import JSONResponse, want_int
+from wopdsl.server.io import JSONResponse, run_not_found, want_int, want_run_id
 
 __all__ = ["events_json", "poll", "stream"]
 
@@ -115,5 +114,5 @@ def _ended(store: EventStore, run_id: str) -> bool:
 
 def check_run(store: EventStore, run_id: str) -> None:
     """404 unless the run exists."""
-    if not store.exists(run_id):
-        raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found", {"runId": run_id})
+    if not store.exists(want_run_id(run_id)):
+        raise run_not_found(run_id)
