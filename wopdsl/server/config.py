@@ -46,7 +46,10 @@ class Limits:
             behind is dropped (its stream ends; it reconnects with ``Last-Event-ID``).
         keepalive_s: Seconds between SSE keep-alive comments on an idle stream (at most 15).
         max_poll_s: Longest long-poll wait a client may ask for.
-        idempotency_entries: Responses remembered for ``Idempotency-Key`` retries.
+        idempotency_ttl_s: Seconds an ``Idempotency-Key`` answer is kept in the store for
+            its retries (24 h).
+        idempotency_entries: Unused since answers are kept in the store (kept so that code
+            passing it still runs).
         max_participants: ``multiPartyConversation.maxParticipants`` of this host.
     """
 
@@ -57,6 +60,7 @@ class Limits:
     subscriber_buffer: int = 1024
     keepalive_s: float = 15.0
     max_poll_s: float = 60.0
+    idempotency_ttl_s: float = 24 * 3600.0
     idempotency_entries: int = 10_000
     max_participants: int = 32
 
@@ -65,6 +69,8 @@ class Limits:
                      "subscriber_buffer", "idempotency_entries"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1")
+        if not self.idempotency_ttl_s > 0:
+            raise ValueError("Limits.idempotency_ttl_s must be positive")
         if not 0 < self.keepalive_s <= 15:
             raise ValueError("Limits.keepalive_s must be in (0, 15] seconds")
         if self.max_participants < 2:

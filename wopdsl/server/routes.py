@@ -15,7 +15,7 @@ from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import TERMINAL_STATUSES, Host
-from wopdsl.server.idempotency import IdempotencyCache, check_key, fingerprint, run_id_for_key
+from wopdsl.server.idempotency import Idempotency, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.turns import resolve_speaker, room_of
@@ -34,7 +34,7 @@ class Api:
         self.feeds = feeds
         self.tokens = tokens
         self.limits = host.limits
-        self.idempotency = IdempotencyCache(host.limits.idempotency_entries)
+        self.idempotency = Idempotency(host.store, host.limits.idempotency_ttl_s)
 
     def routes(self) -> list[Route]:
         """The routes, most specific first."""
@@ -112,8 +112,10 @@ class Api:
             check_key(key)
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
+            meaning = {"workflowId": workflow_id, "task": task, "metadata": metadata}
             status, answer = await self.idempotency.run(
-                ("create", principal, key), fingerprint(raw), lambda: act(run_id))
+                principal, key, fingerprint(request.url.path, principal, meaning),
+                lambda: act(run_id))
         return JSONResponse(answer, status_code=status)
 
     async def get_run(self, request: Request) -> Response:
@@ -178,8 +180,8 @@ class Api:
         if key is None:
             status, answer = await act()
         else:
-            status, answer = await self.idempotency.run(
-                ("resolve", principal, run_id, node_id, check_key(key)), fingerprint(raw), act)
+            print_ = fingerprint(f"/v1/runs/{run_id}/interrupts/{node_id}", principal, body)
+            status, answer = await self.idempotency.run(principal, key, print_, act)
         return JSONResponse(answer, status_code=status)
 
     async def cancel(self, request: Request) -> Response:
