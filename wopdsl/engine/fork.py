@@ -34,11 +34,13 @@ def fork(
     *,
     mode: ForkMode = "branch",
     run_id: str | None = None,
+    principal: str | None = None,
 ) -> str:
     """Create a run whose log is ``source_run_id``'s up to ``at_sequence``; return its id.
 
     A cut inside a batch settlement is moved back before that turn's completion, so the
-    turn runs again in the fork rather than losing its posts.
+    turn runs again in the fork rather than losing its posts. ``principal`` (who forked,
+    e.g. an HTTP host's caller) replaces the source's ``run.started`` ``metadata.principal``.
 
     Raises:
         RunNotFound: no such source run.
@@ -66,6 +68,8 @@ def fork(
     copied = [_rewrite(e, source_run_id, new_id) for e in events[: cut + 1]]
     metadata = copied[0]["payload"].setdefault("metadata", {})
     metadata["forkedFrom"] = {"runId": source_run_id, "atSequence": cut, "mode": mode}
+    if principal is not None:
+        metadata["principal"] = principal
     store.append(new_id, copied, 0)
     return new_id
 

@@ -6,7 +6,7 @@ import hmac
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,13 +82,14 @@ class Tokens:
 
     Args:
         by_principal: ``{principal: token}``.
+        admins: Principals that may read, fork and cancel every run (not only their own).
 
     Raises:
-        ValidationError: a principal is not an identifier, a token is too short, or two
-            principals share a token.
+        ValidationError: a principal is not an identifier, a token is too short, two
+            principals share a token, or an admin has no token.
     """
 
-    def __init__(self, by_principal: Mapping[str, str]) -> None:
+    def __init__(self, by_principal: Mapping[str, str], admins: Iterable[str] = ()) -> None:
         seen: set[str] = set()
         for principal, token in by_principal.items():
             if not _PRINCIPAL.fullmatch(principal):
@@ -106,6 +107,12 @@ class Tokens:
                                       "another principal", hint="give each principal its own")
             seen.add(token)
         self._pairs = [(p, t.encode()) for p, t in by_principal.items()]
+        self.admins = frozenset(admins)
+        """Principals that may read, fork and cancel every run."""
+        unknown = sorted(self.admins - set(by_principal))
+        if unknown:
+            raise ValidationError(f"tokens: admin(s) {', '.join(map(repr, unknown))} have no "
+                                  "token", hint="list only principals of [tokens] in [admins]")
 
     def __bool__(self) -> bool:
         return bool(self._pairs)
@@ -114,7 +121,8 @@ class Tokens:
         return len(self._pairs)
 
     def __repr__(self) -> str:  # Never the tokens themselves.
-        return f"Tokens(principals={[p for p, _ in self._pairs]!r})"
+        return (f"Tokens(principals={[p for p, _ in self._pairs]!r}, "
+                f"admins={sorted(self.admins)!r})")
 
     @property
     def principals(self) -> list[str]:
@@ -133,7 +141,11 @@ class Tokens:
 
 def load_tokens(path: str | os.PathLike[str] | None = None,
                 env: str | None = None) -> Tokens:
-    """Read tokens from a TOML file (``[tokens]`` ``principal = "token"``) and/or ``WOP_TOKENS``.
+    """Read tokens from a TOML file and/or ``WOP_TOKENS``.
+
+    The file holds ``[tokens]`` with ``principal = "token"`` lines and, optionally,
+    ``[admins]`` with ``principals = ["ops"]``: principals that may read, fork and cancel
+    every run.
 
     Args:
         path: The tokens file, if any.
@@ -146,6 +158,7 @@ def load_tokens(path: str | os.PathLike[str] | None = None,
         ValidationError: unreadable or malformed input; the message never contains a token.
     """
     pairs: dict[str, str] = {}
+    admins: list[str] = []
     if path is not None:
         where = os.fspath(path)
         try:
@@ -158,11 +171,12 @@ def load_tokens(path: str | os.PathLike[str] | None = None,
             raise ValidationError(f"{where}: not valid TOML ({exc})",
                                   hint='write [tokens] then lines like alice = "…"') from None
         table = data.get("tokens")
-        extra = sorted(set(data) - {"tokens"})
+        extra = sorted(set(data) - {"tokens", "admins"})
         if not isinstance(table, dict) or extra:
             raise ValidationError(f"{where}: expected one [tokens] table"
                                   + (f" (unknown keys: {', '.join(extra)})" if extra else ""),
                                   hint='write [tokens] then lines like alice = "…"')
+        admins = _admins(where, data["admins"]) if "admins" in data else []
         for principal, token in table.items():
             if not isinstance(token, str):
                 raise ValidationError(f"{where}: tokens.{principal} must be a string",
@@ -181,4 +195,15 @@ def load_tokens(path: str | os.PathLike[str] | None = None,
                 raise ValidationError(f"WOP_TOKENS: principal {principal!r} given twice",
                                       hint="name each principal once")
             pairs[principal] = token.strip()
-    return Tokens(pairs)
+    return Tokens(pairs, admins)
+
+
+def _admins(where: str, table: object) -> list[str]:
+    """The ``[admins]`` table: ``principals = ["ops", …]``."""
+    principals = table.get("principals") if isinstance(table, dict) else None
+    if not isinstance(table, dict) or set(table) - {"principals"} or \
+            not isinstance(principals, list) or \
+            not all(isinstance(p, str) for p in principals):
+        raise ValidationError(f"{where}: [admins] must hold principals = [\"name\", …]",
+                              hint='write [admins] then principals = ["ops"]')
+    return principals

@@ -139,8 +139,11 @@ class Host:
 
     async def create(self, workflow_id: str, *, task: str | None = None,
                      metadata: dict[str, Any] | None = None,
-                     run_id: str | None = None) -> Run:
+                     run_id: str | None = None, principal: str | None = None) -> Run:
         """Start a run of a served council and return once its opening events are stored.
+
+        ``principal`` (the caller, on a host with tokens) owns the run: see
+        :mod:`wopdsl.server.access`.
 
         Raises:
             ApiError: 404 unknown council, 429 too many runs, 422 a council this host
@@ -164,7 +167,7 @@ class Host:
         try:
             run = council.start(self.store, run_id,
                                 max_participants=self.limits.max_participants,
-                                metadata=metadata)
+                                metadata=metadata, principal=principal)
             await _opened(run)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None

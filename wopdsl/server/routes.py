@@ -8,9 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from wopdsl import CouncilSpec, WopError, __version__, fork
+from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
+from wopdsl.server.access import Access, Action
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
@@ -18,7 +19,7 @@ from wopdsl.server.host import TERMINAL_STATUSES, Host
 from wopdsl.server.idempotency import Idempotency, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
-from wopdsl.server.turns import resolve_speaker, room_of
+from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
 
 __all__ = ["Api"]
 
@@ -35,6 +36,7 @@ class Api:
         self.tokens = tokens
         self.limits = host.limits
         self.idempotency = Idempotency(host.store, host.limits.idempotency_ttl_s)
+        self.access = Access(tokens)
 
     def routes(self) -> list[Route]:
         """The routes, most specific first."""
@@ -101,7 +103,8 @@ class Api:
 
         async def act(run_id: str | None = None) -> tuple[int, dict[str, Any]]:
             run = await self.host.create(workflow_id, task=task, metadata=metadata,
-                                         run_id=run_id)
+                                         run_id=run_id,
+                                         principal=principal if self.tokens else None)
             return 201, {"runId": run.run_id, "status": run.status,
                          "eventsUrl": f"/v1/runs/{run.run_id}/events",
                          "statusUrl": f"/v1/runs/{run.run_id}"}
@@ -118,30 +121,32 @@ class Api:
                 lambda: act(run_id))
         return JSONResponse(answer, status_code=status)
 
+    def _run(self, request: Request, action: Action, run_id: str | None = None) -> Run:
+        """The run of the request's path, if its caller may ``action`` it (404, 403)."""
+        run = self.host.open(run_id or request.path_params["run_id"])
+        self.access.check(_principal(request), run.state, action)
+        return run
+
     async def get_run(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}``: the run's ``RunSnapshot``."""
-        run = self.host.open(request.path_params["run_id"])
-        return JSONResponse(run.snapshot())
+        return JSONResponse(self._run(request, "read").snapshot())
 
     async def events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
-        run_id = request.path_params["run_id"]
-        sse.check_run(self.host.store, run_id)
+        run = self._run(request, "read")
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
-            return sse.stream(self.feeds, run_id, after)
-        return sse.events_json(self.host.store, run_id, after, self.host.open(run_id).status)
+            return sse.stream(self.feeds, run.run_id, after)
+        return sse.events_json(self.host.store, run.run_id, after, run.status)
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
-        run_id = request.path_params["run_id"]
-        sse.check_run(self.host.store, run_id)
+        run = self._run(request, "read")
         after = sse.cursor_of(request)
         raw = request.query_params.get("timeout")
         timeout = 30 if raw is None else want_int(raw, "timeout", low=0,
                                                    high=int(self.limits.max_poll_s))
-        run = self.host.open(run_id)
-        return await sse.poll(self.feeds, self.host.store, run_id, after, timeout,
+        return await sse.poll(self.feeds, self.host.store, run.run_id, after, timeout,
                               lambda: run.status)
 
     async def resolve(self, request: Request) -> Response:
@@ -153,7 +158,7 @@ class Api:
         principal = _principal(request)
 
         async def act() -> tuple[int, dict[str, Any]]:
-            run = self.host.open(run_id)
+            run = self._run(request, "read")
             state = run.state
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
@@ -163,11 +168,8 @@ class Api:
                                "turns", {"runId": run_id, "status": state.status})
             members = {m.id: m for m in _council_spec(run).members}
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
-            if self.tokens and speaker.principal is not None and \
-                    speaker.principal != principal:
-                raise ApiError(403, "forbidden",
-                               f"member {speaker.member} speaks only for its principal; this "
-                               "token belongs to another", {"member": speaker.member})
+            self.access.check(principal, state, "post", speaker.member, speaker.principal)
+            check_mentions(state, room, body["resumeValue"])
             message = await self.host.reply(run, room=room, member=speaker.member,
                                             resume=body["resumeValue"])
             answer: dict[str, Any] = {"runId": run_id, "nodeId": node_id,
@@ -189,7 +191,7 @@ class Api:
         raw = await read_body(request, self.limits.max_body_bytes)
         body = read_object(raw, allowed={"reason"}, empty_ok=True)
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
-        run = self.host.open(request.path_params["run_id"])
+        run = self._run(request, "cancel")
         status = run.status
         if status in ("completed", "failed"):
             raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
@@ -215,13 +217,14 @@ class Api:
             raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
                            {"field": "runOptionsOverlay"})
         from_seq = want_int(body["fromSeq"], "fromSeq", low=0)
-        self.host.open(run_id)  # 404 first.
+        self._run(request, "fork", run_id)  # 404, 403 first.
         if self.host.active >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
                            headers={"Retry-After": "5"})
         try:
-            new_id = fork(self.host.store, run_id, from_seq, mode=mode)
+            new_id = fork(self.host.store, run_id, from_seq, mode=mode,
+                          principal=_principal(request) if self.tokens else None)
         except WopError as exc:
             raise from_wop_error(exc) from None
         run = self.host.adopt(new_id)

@@ -18,7 +18,7 @@ from starlette.responses import Response, StreamingResponse
 
 from wopdsl import EventStore
 from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Frame, Subscriber
-from wopdsl.server.io import JSONResponse, run_not_found, want_int, want_run_id
+from wopdsl.server.io import JSONResponse, want_int
 
 __all__ = ["events_json", "poll", "stream"]
 
@@ -110,9 +110,3 @@ def _ended(store: EventStore, run_id: str) -> bool:
     last = store.last_sequence(run_id)
     tail = store.read(run_id, last - 1) if last >= 0 else []
     return bool(tail) and tail[-1]["type"] in TERMINAL_TYPES
-
-
-def check_run(store: EventStore, run_id: str) -> None:
-    """404 unless the run exists."""
-    if not store.exists(want_run_id(run_id)):
-        raise run_not_found(run_id)
