@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -106,7 +107,8 @@ class Served:
 
 def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
                  env: dict[str, str] | None = None, token: str | None = None,
-                 store: Path | None = None, wait: bool = True) -> Served:
+                 store: Path | None = None, wait: bool = True,
+                 open_files: int | None = None) -> Served:
     port = free_port()
     store = store or tmp / "runs.db"
     log = tmp / f"serve-{port}.log"
@@ -116,7 +118,8 @@ def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
            "--port", str(port), "--store", str(store), *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env,
-                                cwd=tmp)
+                                cwd=tmp, preexec_fn=None if open_files is None else
+                                functools.partial(_limit_files, open_files))
     served = Served(f"http://127.0.0.1:{port}", proc, store, log, token)
     if wait:
         deadline = time.monotonic() + 30
@@ -132,6 +135,13 @@ def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
                     raise AssertionError(f"wop serve did not come up:\n{served.logs()}") from None
                 time.sleep(0.05)
     return served
+
+
+def _limit_files(count: int) -> None:
+    """In the child: at most ``count`` open files, soft and hard (it cannot raise them)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def attacker() -> Iterator[Callable[[str], str]]:
         body = html.encode()
 
         class Page(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name.
+            def do_GET(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))

@@ -51,6 +51,13 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      default=256 * 1024, help="largest request body (413 beyond)")
     cmd.add_argument("--keepalive", type=float, metavar="SECONDS", default=15.0,
                      help="seconds between SSE keep-alive comments (at most 15)")
+    cmd.add_argument("--max-connections", type=int_at_least(1), metavar="N", default=4096,
+                     help="most open connections (one more evicts the longest idle one, or "
+                          "gets 503; default 4096, lowered to the open-file limit)")
+    cmd.add_argument("--header-timeout", type=float, metavar="SECONDS", default=10.0,
+                     help="seconds a connection has to send a request head (default 10)")
+    cmd.add_argument("--body-timeout", type=float, metavar="SECONDS", default=30.0,
+                     help="seconds a request has to send its body (408 beyond; default 30)")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
 
@@ -111,7 +118,9 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     try:
         limits = Limits(max_body_bytes=args.max_body_bytes, max_runs=args.max_runs,
                         max_subscribers=args.max_subscribers, keepalive_s=args.keepalive,
-                        max_participants=args.max_participants)
+                        max_participants=args.max_participants,
+                        max_connections=args.max_connections,
+                        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout)
     except ValueError as exc:
         raise ValidationError(str(exc), hint="see `wop serve --help`") from None
     councils = discover(args.paths)
@@ -126,8 +135,17 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
     print(f"wop serve: {len(councils)} council(s) [{names}], store {ctx.store_target}, "
           f"auth: {auth}", file=ctx.err, flush=True)
+    from wopdsl.server.connections import connection_budget, guarded_protocol
+    from wopdsl.server.logs import throttle
+
+    cap, backlog = connection_budget(limits.max_connections)
+    if cap < limits.max_connections:
+        print(f"wop serve: at most {cap} connections (the open-file limit allows no more)",
+              file=ctx.err, flush=True)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
-                            lifespan="on", timeout_graceful_shutdown=5)
+                            lifespan="on", timeout_graceful_shutdown=5,
+                            http=guarded_protocol(limits, cap), backlog=backlog)
+    throttle()  # After uvicorn set its loggers up: one line per condition per minute.
     server = _server_class(uvicorn)(config)
     server.run()
     if not server.started:

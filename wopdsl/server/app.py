@@ -24,6 +24,7 @@ from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse
+from wopdsl.server.logs import throttle
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
 from wopdsl.server.sites import AllowedHosts, SiteGuard
@@ -62,6 +63,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
     """
     limits = limits or Limits()
+    throttle(["wopdsl.server"])  # Its failures logged once per condition per minute.
     if not isinstance(tokens, Tokens):
         tokens = Tokens(dict(tokens or {}))
     st = open_store(store)

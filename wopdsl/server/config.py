@@ -51,6 +51,11 @@ class Limits:
         idempotency_entries: Unused since answers are kept in the store (kept so that code
             passing it still runs).
         max_participants: ``multiPartyConversation.maxParticipants`` of this host.
+        max_connections: Most open connections (``wop serve``; see
+            :mod:`wopdsl.server.connections`): one beyond evicts the longest idle one, or
+            gets 503 ``too_many_connections``.
+        header_timeout_s: Seconds a connection has to send a complete request head.
+        body_timeout_s: Seconds a request has to send its body (408 ``request_timeout``).
     """
 
     max_body_bytes: int = 256 * 1024
@@ -63,14 +68,18 @@ class Limits:
     idempotency_ttl_s: float = 24 * 3600.0
     idempotency_entries: int = 10_000
     max_participants: int = 32
+    max_connections: int = 4096
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_runs", "max_subscribers", "max_subscribers_per_run",
-                     "subscriber_buffer", "idempotency_entries"):
+                     "subscriber_buffer", "idempotency_entries", "max_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1")
-        if not self.idempotency_ttl_s > 0:
-            raise ValueError("Limits.idempotency_ttl_s must be positive")
+        for name in ("idempotency_ttl_s", "header_timeout_s", "body_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Limits.{name} must be positive")
         if not 0 < self.keepalive_s <= 15:
             raise ValueError("Limits.keepalive_s must be in (0, 15] seconds")
         if self.max_participants < 2:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, Final
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from wopdsl.server.errors import ApiError
@@ -32,8 +33,12 @@ class JSONResponse(Response):
         return orjson.dumps(content)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """Read the body, refusing more than ``limit`` bytes (413) without reading it all."""
+async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
+    """Read the body: at most ``limit`` bytes (413), within ``timeout`` seconds (408).
+
+    A body that is too large is refused without being read to its end; a client that
+    stopped sending gets 408 ``request_timeout`` and its connection is closed.
+    """
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -43,11 +48,20 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large(limit)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ApiError(408, "request_timeout", f"the request body did not arrive within "
+                       f"{timeout:g} s", {"limit": "bodyTimeoutSeconds", "value": timeout},
+                       headers={"Connection": "close"}) from None
+    except ClientDisconnect:
+        raise ApiError(400, "client_disconnected", "the client went away while sending "
+                       "the request body") from None
     return b"".join(chunks)
 
 

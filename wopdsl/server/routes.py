@@ -93,7 +93,8 @@ class Api:
 
     async def create_run(self, request: Request) -> Response:
         """``POST /v1/runs`` → 201 ``{runId, status, eventsUrl, statusUrl}``."""
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
@@ -153,7 +154,8 @@ class Api:
         """``POST /v1/runs/{runId}/interrupts/{nodeId}`` ``{resumeValue}``: a turn from outside."""
         run_id = request.path_params["run_id"]
         node_id = request.path_params["node_id"]
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed={"resumeValue"}, required={"resumeValue"})
         principal = _principal(request)
 
@@ -188,7 +190,8 @@ class Api:
 
     async def cancel(self, request: Request) -> Response:
         """``POST /v1/runs/{runId}/cancel`` ``{reason?}``."""
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed={"reason"}, empty_ok=True)
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
         run = self._run(request, "cancel")
@@ -206,7 +209,8 @@ class Api:
         if not sep or action != "fork":
             raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
                            {"hint": "this host serves POST /v1/runs/{runId}:fork"})
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"},
                            required={"fromSeq"})
         mode = body.get("mode", "branch")
