@@ -167,19 +167,30 @@ def tokens_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def page(tmp_path: Path, serve: Callable[..., Served]) -> Iterator[Callable[..., Page]]:
-    """Open pages in a headless Chromium on a `wop serve` of the web test councils."""
+def browser(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Start headless Chromiums (``browser(*chromium_args)``); each one quits at the end."""
     require_browser()
     drivers: list[Any] = []
+
+    def go(*chromium_args: str) -> Any:
+        driver = new_driver(tmp_path / f"profile-{len(drivers)}", chromium_args)
+        drivers.append(driver)
+        return driver
+
+    yield go
+    for driver in drivers:
+        driver.quit()
+
+
+@pytest.fixture
+def page(tmp_path: Path, serve: Callable[..., Served],
+         browser: Callable[..., Any]) -> Callable[..., Page]:
+    """Open pages in a headless Chromium on a `wop serve` of the web test councils."""
 
     def go(*, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
            token: str | None = None, councils: Path = WEB_COUNCILS) -> Page:
         served = serve(councils, args=args, env={"PYTHONPATH": host_path(councils),
                                                  **(env or {})}, token=token)
-        driver = new_driver(tmp_path / f"profile-{len(drivers)}")
-        drivers.append(driver)
-        return Page(driver, served, screenshot_dir(tmp_path))
+        return Page(browser(), served, screenshot_dir(tmp_path))
 
-    yield go
-    for driver in drivers:
-        driver.quit()
+    return go

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Served, free_port
-from tests.server.web_browser import new_driver, require_browser, wait_for
+from tests.server.web_browser import wait_for
 
 SEC = Path(__file__).resolve().parent / "sec_councils"
 
@@ -47,22 +47,6 @@ fetch(path, init).then(r => r.text().then(t => done([r.status, t])),
 def _runs(served: Served) -> list[str]:
     with sqlite3.connect(served.store) as db:
         return [r[0] for r in db.execute("SELECT DISTINCT run_id FROM events")]
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Callable[..., Any]]:
-    require_browser()
-    drivers: list[Any] = []
-
-    def go(*args: str) -> Any:
-        driver = new_driver(tmp_path / f"profile-{len(drivers)}", args)
-        driver.set_script_timeout(20)
-        drivers.append(driver)
-        return driver
-
-    yield go
-    for driver in drivers:
-        driver.quit()
 
 
 @pytest.fixture
