@@ -73,7 +73,7 @@ def test_run_ids_outside_the_rule_are_not_found(served: Served) -> None:
     for run_id in ("a%00b", "%00", "run%0A", "x%20y", "%C3%A9t%C3%A9", "a" * 129, ".."):
         for suffix in ("", "/events", "/events/poll?timeout=0"):
             status, body = _get(served, f"/v1/runs/{run_id}{suffix}")
-            assert (status, body["error"]) == (404, "RUN_NOT_FOUND"), (run_id, suffix, body)
+            assert (status, body["error"]) == (404, "run_not_found"), (run_id, suffix, body)
         for suffix, payload in (("/cancel", {}), (":fork", {"fromSeq": 0}),
                                 ("/interrupts/room:hall", {"resumeValue": {}})):
             status, body, _ = served.request("POST", f"/v1/runs/{run_id}{suffix}", payload)

@@ -38,6 +38,10 @@ def host(request: pytest.FixtureRequest, serve: Any,
             served.stop()
 
 
+def _replayed(headers: dict[str, str]) -> bool:
+    return {k.lower(): v for k, v in headers.items()}.get("openwop-idempotent-replay") == "true"
+
+
 def _guest_turns(served: Served, run_id: str) -> list[str]:
     events = served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
     return [e["payload"]["turn"]["content"]["text"] for e in events
@@ -63,12 +67,14 @@ def test_keyed_answers_survive_a_killed_host(host: Callable[[], Served]) -> None
     served.wait_status(run_id, "waiting-input")
     # The same request again (keys in another order, other spacing: the same meaning).
     again = {"resumeValue": {"content": {"mentions": ["keeper"], "text": "Hello there, @keeper"}}}
-    status, answer, _ = served.request("POST", path, again, headers={"Idempotency-Key": "t-1"})
+    status, answer, headers = served.request("POST", path, again,
+                                             headers={"Idempotency-Key": "t-1"})
     assert (status, answer) == (200, first)
+    assert _replayed(headers)
     assert _guest_turns(served, run_id) == ["Hello there, @keeper"]
-    status, answer, _ = served.request("POST", "/v1/runs", {"workflowId": "guestbook"},
-                                       headers=create)
-    assert (status, answer) == (201, created)
+    status, answer, headers = served.request("POST", "/v1/runs", {"workflowId": "guestbook"},
+                                             headers=create)
+    assert (status, answer) == (201, created) and _replayed(headers)
     # The keys with other requests: refused, and nothing happens.
     last = served.request("GET", f"/v1/runs/{run_id}/events")[1]["lastEventSeq"]
     other = {"resumeValue": {"content": {"text": "Something else", "mentions": []}}}
@@ -77,12 +83,14 @@ def test_keyed_answers_survive_a_killed_host(host: Callable[[], Served]) -> None
                              ("/v1/runs", {"workflowId": "guestbook"}, "t-1")]:
         status, answer, _ = served.request("POST", where, body,
                                            headers={"Idempotency-Key": key})
-        assert (status, answer["error"]) == (422, "idempotency_key_reused"), (key, answer)
+        assert (status, answer["error"]) == (409, "idempotency_key_mismatch"), (key, answer)
     page = served.request("GET", f"/v1/runs/{run_id}/events")[1]
     assert page["lastEventSeq"] == last and _guest_turns(served, run_id) == [
         "Hello there, @keeper"]
     # A new key acts.
-    status, answer, _ = served.request("POST", path, other, headers={"Idempotency-Key": "t-2"})
+    status, answer, headers = served.request("POST", path, other,
+                                             headers={"Idempotency-Key": "t-2"})
     assert status == 200 and answer["messageId"] != first["messageId"]
+    assert not _replayed(headers)
     served.stop()
     assert "Traceback" not in served.logs()

@@ -74,11 +74,12 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     except WopError as exc:
         if args.debug:
             traceback.print_exc(file=err)
-        if getattr(args, "json", False) and isinstance(exc, DeclarationError):
-            # --json promises one JSON document on stdout, an invalid file included.
-            from wopdsl.cli._output import invalid_json, print_json
+        if getattr(args, "json", False):
+            # --json promises one JSON document on stdout, every error included.
+            from wopdsl.cli._output import error_json, invalid_json, print_json
 
-            print_json(invalid_json(exc), out)
+            print_json(invalid_json(exc) if isinstance(exc, DeclarationError)
+                       else error_json(exc, run_id=ctx.run_id), out)
         print(exc.render(), file=err, flush=True)
         return exit_code_for_error(exc)
     except KeyboardInterrupt:

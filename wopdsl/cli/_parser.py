@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("--max", type=_at_least(1), default=20, metavar="N",
                      help="print at most N violations (default 20)")
+    cmd.add_argument("--v2", action="store_true",
+                     help="check the run as OpenWOP v2 serves it (tenant-bound runId, the v2 "
+                          "envelope schema) besides the log rules")
     _json_flag(cmd, "print {runId, events, valid, violations} as JSON")
 
     cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")

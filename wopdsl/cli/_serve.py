@@ -58,6 +58,9 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      help="seconds a connection has to send a request head (default 10)")
     cmd.add_argument("--body-timeout", type=float, metavar="SECONDS", default=30.0,
                      help="seconds a request has to send its body (408 beyond; default 30)")
+    cmd.add_argument("--conformance", action="store_true",
+                     help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
+                          "and the multi-party test seam; without PATH, only them")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
 
@@ -123,17 +126,23 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
                         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout)
     except ValueError as exc:
         raise ValidationError(str(exc), hint="see `wop serve --help`") from None
-    councils = discover(args.paths)
+    councils = [] if args.conformance and not args.paths else discover(args.paths)
     store = ctx.store()
     hosts = _allowed_hosts(args.allowed_hosts, args.host, ctx)
-    app = create_app(store, councils, tokens=tokens, limits=limits, allowed_hosts=hosts)
+    app = create_app(store, councils, tokens=tokens, limits=limits, allowed_hosts=hosts,
+                     conformance=args.conformance)
     import logging
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
                         "%(message)s")
-    names = ", ".join(c.id for c in councils)
+    ids = [c.id for c in councils]
+    if args.conformance:
+        from wopdsl.server.conformance import FIXTURES
+
+        ids += FIXTURES
+    names = ", ".join(ids)
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
-    print(f"wop serve: {len(councils)} council(s) [{names}], store {ctx.store_target}, "
+    print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_target}, "
           f"auth: {auth}", file=ctx.err, flush=True)
     from wopdsl.server.connections import connection_budget, guarded_protocol
     from wopdsl.server.logs import throttle

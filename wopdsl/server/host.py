@@ -56,6 +56,8 @@ class Host:
                 if council.id in self.councils:
                     raise ValueError(f"two councils have the id {council.id!r}")
                 self.councils[council.id] = council
+        self.fixtures: frozenset[str] = frozenset()
+        """Served councils that are OpenWOP conformance fixtures (``wop serve --conformance``)."""
         self._runs: dict[str, Run] = {}
         self._supervisors: dict[str, asyncio.Task[None]] = {}
         self._wakes: dict[str, asyncio.Event] = {}
@@ -118,7 +120,7 @@ class Host:
         """Return the handle on ``run_id`` (python handlers bound when its council is served).
 
         Raises:
-            ApiError: 404 ``RUN_NOT_FOUND``.
+            ApiError: 404 ``run_not_found``.
         """
         run = self._runs.get(run_id)
         if run is not None:

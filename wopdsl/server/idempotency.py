@@ -5,8 +5,9 @@ the host's store (:meth:`~wopdsl.EventStore.remember_answer`) with the request's
 fingerprint — its path, its caller and what its body means (canonical JSON of the fields
 that matter: key order and spacing do not count) — for ``Limits.idempotency_ttl_s`` (24 h by
 default). A retry within that time, from this host after a restart or from another host on
-the same store, gets the same status and body; the same key with another request gets 422
-``idempotency_key_reused``. Concurrent retries in one host wait for the first attempt;
+the same store, gets the same status and body (the routes mark it with the header
+``OpenWOP-Idempotent-Replay: true``); the same key with another request gets 409
+``idempotency_key_mismatch``. Concurrent retries in one host wait for the first attempt;
 errors are not kept (a retry tries again). Run creation is safe even across a crash between
 acting and keeping the answer, because the new run's id is derived from the key
 (:func:`run_id_for_key`).
@@ -37,6 +38,8 @@ _PURGE_EVERY = 60.0
 _log = logging.getLogger("wopdsl.server")
 
 Act = Callable[[], Awaitable[tuple[int, dict[str, Any]]]]
+Answered = tuple[int, dict[str, Any], bool]
+"""Status, body, and whether it is a replay of a kept answer."""
 
 
 def check_key(key: str) -> str:
@@ -79,12 +82,14 @@ class Idempotency:
         """Per scope in use: its lock and how many requests use it."""
         self._swept = 0.0
 
-    async def run(self, principal: str, key: str, print_: str,
-                  act: Act) -> tuple[int, dict[str, Any]]:
+    async def run(self, principal: str, key: str, print_: str, act: Act) -> Answered:
         """Answer from the store, or ``act()`` once and keep a successful answer.
 
+        Returns:
+            The status, the body, and whether they replay a kept answer.
+
         Raises:
-            ApiError: 422 ``idempotency_key_reused`` for the key with another request;
+            ApiError: 409 ``idempotency_key_mismatch`` for the key with another request;
                 whatever ``act`` raises (errors are not kept: a retry tries again).
         """
         scope = hashlib.sha256(f"{principal}\0{check_key(key)}".encode()).hexdigest()
@@ -98,7 +103,7 @@ class Idempotency:
             if not users[0]:
                 del self._locks[scope]
 
-    async def _answer(self, scope: str, print_: str, act: Act) -> tuple[int, dict[str, Any]]:
+    async def _answer(self, scope: str, print_: str, act: Act) -> Answered:
         now = time.time()
         cutoff = now - self.lifetime
         stored = await asyncio.to_thread(self.store.recall_answer, scope)
@@ -108,17 +113,17 @@ class Idempotency:
         await self._sweep(now, cutoff)
         if stored is not None:
             if stored.fingerprint != print_:
-                raise ApiError(422, "idempotency_key_reused",
+                raise ApiError(409, "idempotency_key_mismatch",
                                "this Idempotency-Key was used with a different request",
                                {"hint": "use a new key for a new request"})
-            return stored.status, stored.body
+            return stored.status, stored.body, True
         status, body = await act()
         try:
             await asyncio.to_thread(self.store.remember_answer,
                                     Answer(scope, print_, status, body, now))
         except WopError as exc:  # Acted: answer anyway; only a retry's replay is lost.
             _log.warning("an idempotency answer was not kept: %s", exc.code)
-        return status, body
+        return status, body, False
 
     async def _sweep(self, now: float, cutoff: float) -> None:
         if now - self._swept < _PURGE_EVERY:

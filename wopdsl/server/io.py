@@ -131,7 +131,7 @@ def want_int(value: Any, field: str, *, low: int, high: int = MAX_SEQUENCE) -> i
 
 
 def want_run_id(run_id: str) -> str:
-    """Return ``run_id`` if it may name a run; 404 ``RUN_NOT_FOUND`` otherwise.
+    """Return ``run_id`` if it may name a run; 404 ``run_not_found`` otherwise.
 
     Checked before any store is asked: an id with a NUL or a control character is no run
     here, whatever the store would make of it.
@@ -144,7 +144,7 @@ def want_run_id(run_id: str) -> str:
 def run_not_found(run_id: str) -> ApiError:
     """The 404 for a run this host does not hold."""
     shown = run_id if len(run_id) <= 128 else run_id[:128] + "…"
-    return ApiError(404, "RUN_NOT_FOUND", f"run {shown!r} not found", {"runId": shown})
+    return ApiError(404, "run_not_found", f"run {shown!r} not found", {"runId": shown})
 
 
 def _kind(value: Any) -> str:

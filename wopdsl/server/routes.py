@@ -12,6 +12,7 @@ from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
 from wopdsl.server.access import Access, Action
+from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
@@ -22,6 +23,9 @@ from wopdsl.server.openapi import openapi_document
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
 
 __all__ = ["Api"]
+
+REPLAY_HEADER = {"OpenWOP-Idempotent-Replay": "true"}
+"""Marks an answer served from the Idempotency-Key cache (rest-endpoints.md)."""
 
 _CREATE_KEYS = {"workflowId", "inputs", "metadata", "tags", "tenantId", "scopeId",
                 "callbackUrl", "configurable"}
@@ -62,14 +66,16 @@ class Api:
         doc = capabilities(self.limits.max_participants,
                            implementation={"name": "wopdsl", "version": __version__},
                            model_provenance=_has_llm_members(self.host))
-        doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
+        doc["protocolVersions"] = ["1.0", "2.0"]  # v1 and v2 (wopdsl.server.v2).
         doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
+        if self.host.fixtures:
+            doc["fixtures"] = sorted(self.host.fixtures)
         return doc
 
     async def discovery(self, request: Request) -> Response:
-        """``GET /.well-known/openwop``."""
-        return JSONResponse(self.capabilities())
+        """``GET /.well-known/openwop`` (``Cache-Control``, ``ETag``; 304 on a match)."""
+        return cached_json(request, self.capabilities())
 
     async def openapi(self, request: Request) -> Response:
         """``GET /v1/openapi.json``."""
@@ -98,7 +104,7 @@ class Api:
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
-        task, metadata = _create_options(body)
+        task, metadata = _create_options(body, workflow_id in self.host.fixtures)
         key = request.headers.get("idempotency-key")
         principal = _principal(request)
 
@@ -117,12 +123,14 @@ class Api:
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
             meaning = {"workflowId": workflow_id, "task": task, "metadata": metadata}
-            status, answer = await self.idempotency.run(
+            status, answer, replay = await self.idempotency.run(
                 principal, key, fingerprint(request.url.path, principal, meaning),
                 lambda: act(run_id))
+            if replay:
+                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
-    def _run(self, request: Request, action: Action, run_id: str | None = None) -> Run:
+    def run_for(self, request: Request, action: Action, run_id: str | None = None) -> Run:
         """The run of the request's path, if its caller may ``action`` it (404, 403)."""
         run = self.host.open(run_id or request.path_params["run_id"])
         self.access.check(_principal(request), run.state, action)
@@ -130,11 +138,11 @@ class Api:
 
     async def get_run(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}``: the run's ``RunSnapshot``."""
-        return JSONResponse(self._run(request, "read").snapshot())
+        return JSONResponse(self.run_for(request, "read").snapshot())
 
     async def events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
-        run = self._run(request, "read")
+        run = self.run_for(request, "read")
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
             return sse.stream(self.feeds, run.run_id, after)
@@ -142,7 +150,7 @@ class Api:
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
-        run = self._run(request, "read")
+        run = self.run_for(request, "read")
         after = sse.cursor_of(request)
         raw = request.query_params.get("timeout")
         timeout = 30 if raw is None else want_int(raw, "timeout", low=0,
@@ -160,7 +168,7 @@ class Api:
         principal = _principal(request)
 
         async def act() -> tuple[int, dict[str, Any]]:
-            run = self._run(request, "read")
+            run = self.run_for(request, "read")
             state = run.state
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
@@ -185,7 +193,9 @@ class Api:
             status, answer = await act()
         else:
             print_ = fingerprint(f"/v1/runs/{run_id}/interrupts/{node_id}", principal, body)
-            status, answer = await self.idempotency.run(principal, key, print_, act)
+            status, answer, replay = await self.idempotency.run(principal, key, print_, act)
+            if replay:
+                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
     async def cancel(self, request: Request) -> Response:
@@ -194,7 +204,7 @@ class Api:
                                self.limits.body_timeout_s)
         body = read_object(raw, allowed={"reason"}, empty_ok=True)
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
-        run = self._run(request, "cancel")
+        run = self.run_for(request, "cancel")
         status = run.status
         if status in ("completed", "failed"):
             raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
@@ -211,8 +221,7 @@ class Api:
                            {"hint": "this host serves POST /v1/runs/{runId}:fork"})
         raw = await read_body(request, self.limits.max_body_bytes,
                                self.limits.body_timeout_s)
-        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"},
-                           required={"fromSeq"})
+        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"})
         mode = body.get("mode", "branch")
         if mode not in ("branch", "replay"):
             raise ApiError(400, "validation_error", "mode must be 'branch' or 'replay'",
@@ -220,8 +229,9 @@ class Api:
         if body.get("runOptionsOverlay"):
             raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
                            {"field": "runOptionsOverlay"})
-        from_seq = want_int(body["fromSeq"], "fromSeq", low=0)
-        self._run(request, "fork", run_id)  # 404, 403 first.
+        self.run_for(request, "fork", run_id)  # 404, 403 first.
+        from_seq = want_int(body["fromSeq"], "fromSeq", low=0) if "fromSeq" in body \
+            else _first_turn_cut(self.host.store, run_id)
         if self.host.active >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
@@ -237,6 +247,12 @@ class Api:
                              "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
 
 
+def _first_turn_cut(store: Any, run_id: str) -> int:
+    """A fork's default ``fromSeq``: just after the rooms opened (every turn runs again)."""
+    return max((e["sequence"] for e in store.read(run_id)
+                if e["type"] == "conversation.opened"), default=0)
+
+
 def _principal(request: Request) -> str:
     return str(request.scope.get("state", {}).get("principal") or "")
 
@@ -247,7 +263,8 @@ def _council_spec(run: Any) -> Any:
     return CouncilSpec.model_validate(run.state.council)
 
 
-def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+def _create_options(body: dict[str, Any], fixture: bool = False
+                    ) -> tuple[str | None, dict[str, Any] | None]:
     for unsupported in ("callbackUrl", "configurable"):
         if body.get(unsupported):
             raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
@@ -256,11 +273,15 @@ def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | 
     if not isinstance(inputs, dict):
         raise ApiError(400, "validation_error", "inputs must be an object", {"field": "inputs"})
     unknown = sorted(set(inputs) - {"task"})
-    if unknown:
+    if unknown and not fixture:
         raise ApiError(400, "validation_error",
                        f"unknown input(s): {', '.join(unknown)}; a council takes only 'task'",
                        {"field": "inputs", "fields": unknown})
     task = want_str(inputs, "task", optional=True, max_len=100_000) if inputs else None
+    if fixture:  # A conformance fixture's inputs become its task (docs/openwop.md).
+        from wopdsl.server.conformance import fixture_task
+
+        task = fixture_task(str(body["workflowId"]), inputs) or task
     metadata: dict[str, Any] = {}
     if body.get("metadata") is not None:
         if not isinstance(body["metadata"], dict):
