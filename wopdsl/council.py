@@ -281,11 +281,12 @@ class Council:
     def start(self, store: StoreArg = None, run_id: str | None = None, *,
               deterministic: bool = False, clock: Clock | None = None,
               max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-              metadata: dict[str, Any] | None = None) -> Run:
+              metadata: dict[str, Any] | None = None, principal: str | None = None) -> Run:
         """Start a run in the background of the running loop and return its handle at once.
 
         ``metadata`` (JSON data, e.g. what an HTTP client sent with its request) is kept in
-        ``run.started`` under ``metadata.request``.
+        ``run.started`` under ``metadata.request``; ``principal`` (who started the run, e.g.
+        an HTTP host's caller, which then owns it) under ``metadata.principal``.
 
         Raises:
             ValidationError: ``metadata`` is not JSON every reader of the log can serve
@@ -300,6 +301,8 @@ class Council:
         engine = self._engine(store, run_id, deterministic, clock, max_participants)
         if metadata:
             engine.metadata["request"] = dict(metadata)
+        if principal is not None:
+            engine.metadata["principal"] = principal
         run = Run(engine.store, engine.run_id, engine=engine, council=self)
         run._begin(start=True)
         return run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -106,7 +107,8 @@ class Served:
 
 def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
                  env: dict[str, str] | None = None, token: str | None = None,
-                 store: Path | None = None, wait: bool = True) -> Served:
+                 store: Path | None = None, wait: bool = True,
+                 open_files: int | None = None) -> Served:
     port = free_port()
     store = store or tmp / "runs.db"
     log = tmp / f"serve-{port}.log"
@@ -116,7 +118,8 @@ def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
            "--port", str(port), "--store", str(store), *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env,
-                                cwd=tmp)
+                                cwd=tmp, preexec_fn=None if open_files is None else
+                                functools.partial(_limit_files, open_files))
     served = Served(f"http://127.0.0.1:{port}", proc, store, log, token)
     if wait:
         deadline = time.monotonic() + 30
@@ -132,6 +135,13 @@ def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
                     raise AssertionError(f"wop serve did not come up:\n{served.logs()}") from None
                 time.sleep(0.05)
     return served
+
+
+def _limit_files(count: int) -> None:
+    """In the child: at most ``count`` open files, soft and hard (it cannot raise them)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 @pytest.fixture
@@ -157,19 +167,30 @@ def tokens_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def page(tmp_path: Path, serve: Callable[..., Served]) -> Iterator[Callable[..., Page]]:
-    """Open pages in a headless Chromium on a `wop serve` of the web test councils."""
+def browser(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Start headless Chromiums (``browser(*chromium_args)``); each one quits at the end."""
     require_browser()
     drivers: list[Any] = []
+
+    def go(*chromium_args: str) -> Any:
+        driver = new_driver(tmp_path / f"profile-{len(drivers)}", chromium_args)
+        drivers.append(driver)
+        return driver
+
+    yield go
+    for driver in drivers:
+        driver.quit()
+
+
+@pytest.fixture
+def page(tmp_path: Path, serve: Callable[..., Served],
+         browser: Callable[..., Any]) -> Callable[..., Page]:
+    """Open pages in a headless Chromium on a `wop serve` of the web test councils."""
 
     def go(*, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
            token: str | None = None, councils: Path = WEB_COUNCILS) -> Page:
         served = serve(councils, args=args, env={"PYTHONPATH": host_path(councils),
                                                  **(env or {})}, token=token)
-        driver = new_driver(tmp_path / f"profile-{len(drivers)}")
-        drivers.append(driver)
-        return Page(driver, served, screenshot_dir(tmp_path))
+        return Page(browser(), served, screenshot_dir(tmp_path))
 
-    yield go
-    for driver in drivers:
-        driver.quit()
+    return go

@@ -43,7 +43,7 @@ def require_browser() -> None:
     pytest.importorskip("selenium", reason="needs selenium (the dev extra)")
 
 
-def new_driver(profile: Path) -> Any:
+def new_driver(profile: Path, extra_args: tuple[str, ...] = ()) -> Any:
     """A headless Chromium with no network beyond the page's host, no first-run noise."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -53,7 +53,7 @@ def new_driver(profile: Path) -> Any:
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-                "--window-size=1280,800", f"--user-data-dir={profile}"):
+                "--window-size=1280,800", f"--user-data-dir={profile}", *extra_args):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 

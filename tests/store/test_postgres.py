@@ -14,6 +14,7 @@ import pytest
 from tests.postgres import server_url, url_for
 from wopdsl import RunBusy, StoreConflict, StoreError
 from wopdsl.store import MemoryStore, SqliteStore, describe_target, open_store
+from wopdsl.store.base import Answer
 from wopdsl.store.postgres import PostgresStore
 from wopdsl.testing.store_conformance import make_event, make_events
 
@@ -181,10 +182,11 @@ def test_the_store_creates_its_tables_once_and_records_the_version(pg_url: str) 
     try:
         assert errors == [] and len(stores) == 4
         with psycopg.connect(pg_url) as conn:
-            assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(1,)]
+            assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(2,)]
             tables = {r[0] for r in conn.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-        assert tables == {"wopdsl_schema", "wopdsl_runs", "wopdsl_events"}
+        assert tables == {"wopdsl_schema", "wopdsl_runs", "wopdsl_events",
+                          "wopdsl_idempotency"}
     finally:
         for store in stores:
             store.close()
@@ -194,9 +196,27 @@ def test_a_newer_schema_is_refused(pg_url: str) -> None:
     PostgresStore(pg_url).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE wopdsl_schema SET version = 99")
-    text = _refused(pg_url, "schema version 99", "newer than this wopdsl understands (1)",
+    text = _refused(pg_url, "schema version 99", "newer than this wopdsl understands (2)",
                     "upgrade wopdsl")
     assert "127.0.0.1" in text
+
+
+def test_a_version_1_schema_is_migrated_with_its_runs_kept(pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    store.append("r1", make_events("r1", 0, 2), 0)
+    store.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # As release 1 left it.
+        conn.execute("DROP TABLE wopdsl_idempotency")
+        conn.execute("UPDATE wopdsl_schema SET version = 1")
+    store = PostgresStore(pg_url)
+    try:
+        assert [e["sequence"] for e in store.read("r1")] == [0, 1]
+        kept = store.remember_answer(Answer("s", "f", 201, {"runId": "r1"}, 1.0))
+        assert store.recall_answer("s") == kept
+    finally:
+        store.close()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(2,)]
 
 
 def test_stores_in_separate_schemas_do_not_mix(pg_url: str) -> None:

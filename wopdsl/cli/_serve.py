@@ -34,6 +34,10 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                           "tokens)")
     cmd.add_argument("--port", type=int_at_least(0), default=8000,
                      help="port to bind (default 8000)")
+    cmd.add_argument("--allowed-hosts", metavar="NAME[,NAME…]", action="append", default=[],
+                     help="host names the host answers to besides loopback ones (Host "
+                          "header; *.example.com for subdomains, * for any); the --host "
+                          "address is added")
     cmd.add_argument("--tokens", metavar="FILE",
                      help='bearer tokens: a TOML file with [tokens] principal = "token" '
                           "(also $WOP_TOKENS=alice=token1,bob=token2)")
@@ -47,6 +51,13 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      default=256 * 1024, help="largest request body (413 beyond)")
     cmd.add_argument("--keepalive", type=float, metavar="SECONDS", default=15.0,
                      help="seconds between SSE keep-alive comments (at most 15)")
+    cmd.add_argument("--max-connections", type=int_at_least(1), metavar="N", default=4096,
+                     help="most open connections (one more evicts the longest idle one, or "
+                          "gets 503; default 4096, lowered to the open-file limit)")
+    cmd.add_argument("--header-timeout", type=float, metavar="SECONDS", default=10.0,
+                     help="seconds a connection has to send a request head (default 10)")
+    cmd.add_argument("--body-timeout", type=float, metavar="SECONDS", default=30.0,
+                     help="seconds a request has to send its body (408 beyond; default 30)")
     cmd.add_argument("--conformance", action="store_true",
                      help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
                           "and the multi-party test seam; without PATH, only them")
@@ -113,12 +124,15 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     try:
         limits = Limits(max_body_bytes=args.max_body_bytes, max_runs=args.max_runs,
                         max_subscribers=args.max_subscribers, keepalive_s=args.keepalive,
-                        max_participants=args.max_participants)
+                        max_participants=args.max_participants,
+                        max_connections=args.max_connections,
+                        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout)
     except ValueError as exc:
         raise ValidationError(str(exc), hint="see `wop serve --help`") from None
     councils = [] if args.conformance and not args.paths else discover(args.paths)
     store = ctx.store()
-    app = create_app(store, councils, tokens=tokens, limits=limits,
+    hosts = _allowed_hosts(args.allowed_hosts, args.host, ctx)
+    app = create_app(store, councils, tokens=tokens, limits=limits, allowed_hosts=hosts,
                      conformance=args.conformance)
     import logging
 
@@ -133,14 +147,36 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
     print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_shown}, "
           f"auth: {auth}", file=ctx.err, flush=True)
+    from wopdsl.server.connections import connection_budget, guarded_protocol
+    from wopdsl.server.logs import throttle
+
+    cap, backlog = connection_budget(limits.max_connections)
+    if cap < limits.max_connections:
+        print(f"wop serve: at most {cap} connections (the open-file limit allows no more)",
+              file=ctx.err, flush=True)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
-                            lifespan="on", timeout_graceful_shutdown=5)
+                            lifespan="on", timeout_graceful_shutdown=5,
+                            http=guarded_protocol(limits, cap), backlog=backlog)
+    throttle()  # After uvicorn set its loggers up: one line per condition per minute.
     server = _server_class(uvicorn)(config)
     server.run()
     if not server.started:
         raise CommandError("STORE_ERROR", f"could not serve on {args.host}:{args.port}",
                            hint="is the port free? pick another with --port")
     return 0
+
+
+def _allowed_hosts(given: list[str], bind: str, ctx: Context) -> list[str]:
+    """The ``--allowed-hosts`` names, with the bound address when it is one name."""
+    names = [n.strip() for item in given for n in item.split(",") if n.strip()]
+    if bind in ("0.0.0.0", "::", ""):
+        if not names:
+            print(f"wop serve: listening on every address ({bind}), but answering only to "
+                  "loopback names; add the names clients use with --allowed-hosts NAME",
+                  file=ctx.err, flush=True)
+    elif bind not in names:
+        names.append(bind)
+    return names
 
 
 def _server_class(uvicorn: Any) -> Any:

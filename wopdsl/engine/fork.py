@@ -39,6 +39,7 @@ def fork(
     mode: ForkMode = "branch",
     run_id: str | None = None,
     base_url: str | None = None,
+    principal: str | None = None,
 ) -> str:
     """Create a run whose log is ``source_run_id``'s up to ``at_sequence``; return its id.
 
@@ -47,6 +48,8 @@ def fork(
     call the server their source run recorded (its ``$OPENAI_BASE_URL`` at start), not
     whatever the environment says now; ``base_url`` points every model profile without a
     ``base_url`` of its own at another server (recorded in the fork's log).
+    ``principal`` (who forked, e.g. an HTTP host's caller) replaces the source's
+    ``run.started`` ``metadata.principal``.
 
     Raises:
         RunNotFound: no such source run.
@@ -76,6 +79,8 @@ def fork(
     metadata["forkedFrom"] = {"runId": source_run_id, "atSequence": cut, "mode": mode}
     if base_url is not None:
         _point_models(metadata, base_url)
+    if principal is not None:
+        metadata["principal"] = principal
     store.append(new_id, copied, 0)
     return new_id
 

@@ -24,8 +24,10 @@ from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse
+from wopdsl.server.logs import throttle
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
+from wopdsl.server.sites import AllowedHosts, SiteGuard
 from wopdsl.server.v2 import V2Api, VersionNegotiation
 
 __all__ = ["create_app"]
@@ -38,7 +40,8 @@ CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
 
 def create_app(store: str | os.PathLike[str] | EventStore | None = None,
                councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
-               limits: Limits | None = None, conformance: bool = False) -> Starlette:
+               limits: Limits | None = None, allowed_hosts: Iterable[str] = (),
+               conformance: bool = False) -> Starlette:
     """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
 
     On startup the app resumes the unfinished runs of its councils that it can claim; on
@@ -50,6 +53,9 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         tokens: Bearer tokens by principal (``Tokens`` or ``{principal: token}``); without
             any, every caller is the principal ``local`` — serve such an app on loopback only.
         limits: Body size, run and subscriber caps, keep-alive interval (see ``Limits``).
+        allowed_hosts: Names the host answers to besides the loopback ones (``Host``
+            header; ``*.example.com`` for a domain's subdomains, ``*`` for any name).
+            Requests for other names get 400 ``host_not_allowed`` (DNS rebinding).
         conformance: Also serve the OpenWOP conformance fixtures (advertised in discovery
             ``fixtures[]``) and the multi-party test seam (:mod:`wopdsl.server.conformance`).
 
@@ -61,6 +67,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         >>> # uvicorn.run(app, host="127.0.0.1", port=8000)
     """
     limits = limits or Limits()
+    throttle(["wopdsl.server"])  # Its failures logged once per condition per minute.
     if not isinstance(tokens, Tokens):
         tokens = Tokens(dict(tokens or {}))
     st = open_store(store)
@@ -99,6 +106,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
     app.state.host = host
     app.state.api = api
     app.add_middleware(BearerAuth, tokens=tokens)
+    app.add_middleware(SiteGuard, hosts=AllowedHosts(allowed_hosts))  # Before any route.
     app.add_middleware(VersionNegotiation)  # Outermost: the contract before anything else.
     return app
 

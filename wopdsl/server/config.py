@@ -6,7 +6,7 @@ import hmac
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +46,16 @@ class Limits:
             behind is dropped (its stream ends; it reconnects with ``Last-Event-ID``).
         keepalive_s: Seconds between SSE keep-alive comments on an idle stream (at most 15).
         max_poll_s: Longest long-poll wait a client may ask for.
-        idempotency_entries: Responses remembered for ``Idempotency-Key`` retries.
+        idempotency_ttl_s: Seconds an ``Idempotency-Key`` answer is kept in the store for
+            its retries (24 h).
+        idempotency_entries: Unused since answers are kept in the store (kept so that code
+            passing it still runs).
         max_participants: ``multiPartyConversation.maxParticipants`` of this host.
+        max_connections: Most open connections (``wop serve``; see
+            :mod:`wopdsl.server.connections`): one beyond evicts the longest idle one, or
+            gets 503 ``too_many_connections``.
+        header_timeout_s: Seconds a connection has to send a complete request head.
+        body_timeout_s: Seconds a request has to send its body (408 ``request_timeout``).
     """
 
     max_body_bytes: int = 256 * 1024
@@ -57,14 +65,21 @@ class Limits:
     subscriber_buffer: int = 1024
     keepalive_s: float = 15.0
     max_poll_s: float = 60.0
+    idempotency_ttl_s: float = 24 * 3600.0
     idempotency_entries: int = 10_000
     max_participants: int = 32
+    max_connections: int = 4096
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_runs", "max_subscribers", "max_subscribers_per_run",
-                     "subscriber_buffer", "idempotency_entries"):
+                     "subscriber_buffer", "idempotency_entries", "max_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1")
+        for name in ("idempotency_ttl_s", "header_timeout_s", "body_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Limits.{name} must be positive")
         if not 0 < self.keepalive_s <= 15:
             raise ValueError("Limits.keepalive_s must be in (0, 15] seconds")
         if self.max_participants < 2:
@@ -76,13 +91,14 @@ class Tokens:
 
     Args:
         by_principal: ``{principal: token}``.
+        admins: Principals that may read, fork and cancel every run (not only their own).
 
     Raises:
-        ValidationError: a principal is not an identifier, a token is too short, or two
-            principals share a token.
+        ValidationError: a principal is not an identifier, a token is too short, two
+            principals share a token, or an admin has no token.
     """
 
-    def __init__(self, by_principal: Mapping[str, str]) -> None:
+    def __init__(self, by_principal: Mapping[str, str], admins: Iterable[str] = ()) -> None:
         seen: set[str] = set()
         for principal, token in by_principal.items():
             if not _PRINCIPAL.fullmatch(principal):
@@ -100,6 +116,12 @@ class Tokens:
                                       "another principal", hint="give each principal its own")
             seen.add(token)
         self._pairs = [(p, t.encode()) for p, t in by_principal.items()]
+        self.admins = frozenset(admins)
+        """Principals that may read, fork and cancel every run."""
+        unknown = sorted(self.admins - set(by_principal))
+        if unknown:
+            raise ValidationError(f"tokens: admin(s) {', '.join(map(repr, unknown))} have no "
+                                  "token", hint="list only principals of [tokens] in [admins]")
 
     def __bool__(self) -> bool:
         return bool(self._pairs)
@@ -108,7 +130,8 @@ class Tokens:
         return len(self._pairs)
 
     def __repr__(self) -> str:  # Never the tokens themselves.
-        return f"Tokens(principals={[p for p, _ in self._pairs]!r})"
+        return (f"Tokens(principals={[p for p, _ in self._pairs]!r}, "
+                f"admins={sorted(self.admins)!r})")
 
     @property
     def principals(self) -> list[str]:
@@ -127,7 +150,11 @@ class Tokens:
 
 def load_tokens(path: str | os.PathLike[str] | None = None,
                 env: str | None = None) -> Tokens:
-    """Read tokens from a TOML file (``[tokens]`` ``principal = "token"``) and/or ``WOP_TOKENS``.
+    """Read tokens from a TOML file and/or ``WOP_TOKENS``.
+
+    The file holds ``[tokens]`` with ``principal = "token"`` lines and, optionally,
+    ``[admins]`` with ``principals = ["ops"]``: principals that may read, fork and cancel
+    every run.
 
     Args:
         path: The tokens file, if any.
@@ -140,6 +167,7 @@ def load_tokens(path: str | os.PathLike[str] | None = None,
         ValidationError: unreadable or malformed input; the message never contains a token.
     """
     pairs: dict[str, str] = {}
+    admins: list[str] = []
     if path is not None:
         where = os.fspath(path)
         try:
@@ -152,11 +180,12 @@ def load_tokens(path: str | os.PathLike[str] | None = None,
             raise ValidationError(f"{where}: not valid TOML ({exc})",
                                   hint='write [tokens] then lines like alice = "…"') from None
         table = data.get("tokens")
-        extra = sorted(set(data) - {"tokens"})
+        extra = sorted(set(data) - {"tokens", "admins"})
         if not isinstance(table, dict) or extra:
             raise ValidationError(f"{where}: expected one [tokens] table"
                                   + (f" (unknown keys: {', '.join(extra)})" if extra else ""),
                                   hint='write [tokens] then lines like alice = "…"')
+        admins = _admins(where, data["admins"]) if "admins" in data else []
         for principal, token in table.items():
             if not isinstance(token, str):
                 raise ValidationError(f"{where}: tokens.{principal} must be a string",
@@ -175,4 +204,15 @@ def load_tokens(path: str | os.PathLike[str] | None = None,
                 raise ValidationError(f"WOP_TOKENS: principal {principal!r} given twice",
                                       hint="name each principal once")
             pairs[principal] = token.strip()
-    return Tokens(pairs)
+    return Tokens(pairs, admins)
+
+
+def _admins(where: str, table: object) -> list[str]:
+    """The ``[admins]`` table: ``principals = ["ops", …]``."""
+    principals = table.get("principals") if isinstance(table, dict) else None
+    if not isinstance(table, dict) or set(table) - {"principals"} or \
+            not isinstance(principals, list) or \
+            not all(isinstance(p, str) for p in principals):
+        raise ValidationError(f"{where}: [admins] must hold principals = [\"name\", …]",
+                              hint='write [admins] then principals = ["ops"]')
+    return principals

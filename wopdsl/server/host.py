@@ -28,6 +28,7 @@ from wopdsl import (
 from wopdsl.agents.python import host_loop
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError, from_wop_error
+from wopdsl.server.io import run_not_found, want_run_id
 from wopdsl.state import CouncilState
 
 __all__ = ["TERMINAL_STATUSES", "Host"]
@@ -136,6 +137,7 @@ class Host:
         """
         if not self.store.blocking:
             return self.open(run_id).state
+        want_run_id(run_id)
         lock = self._reading.setdefault(run_id, asyncio.Lock())
         async with lock:
             state = self._states.get(run_id) or CouncilState()
@@ -143,8 +145,7 @@ class Host:
             state.apply_all(events)
             if state.last_sequence < 0:
                 self._reading.pop(run_id, None)
-                raise ApiError(404, "run_not_found", f"run {run_id} not found",
-                               {"runId": run_id})
+                raise run_not_found(run_id)
             self._states[run_id] = state
             while len(self._states) > self.limits.max_runs:
                 oldest = next(iter(self._states))
@@ -161,9 +162,8 @@ class Host:
         run = self._runs.get(run_id)
         if run is not None:
             return run
-        if not self.store.exists(run_id):
-            raise ApiError(404, "run_not_found", f"run {run_id} not found",
-                           {"runId": run_id})
+        if not self.store.exists(want_run_id(run_id)):
+            raise run_not_found(run_id)
         handle = attach(self.store, run_id)
         state = handle.state
         served = self.councils.get(state.workflow_id or "")
@@ -178,8 +178,11 @@ class Host:
 
     async def create(self, workflow_id: str, *, task: str | None = None,
                      metadata: dict[str, Any] | None = None,
-                     run_id: str | None = None) -> Run:
+                     run_id: str | None = None, principal: str | None = None) -> Run:
         """Start a run of a served council and return once its opening events are stored.
+
+        ``principal`` (the caller, on a host with tokens) owns the run: see
+        :mod:`wopdsl.server.access`.
 
         Raises:
             ApiError: 404 unknown council, 429 too many runs, 422 a council this host
@@ -204,7 +207,7 @@ class Host:
         try:
             run = council.start(self.store, run_id,
                                 max_participants=self.limits.max_participants,
-                                metadata=metadata)
+                                metadata=metadata, principal=principal)
             await _opened(run)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None

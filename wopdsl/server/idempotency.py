@@ -1,36 +1,45 @@
 """``Idempotency-Key``: a retried POST gets the first answer instead of acting twice.
 
-Keys are scoped to the caller (its principal) and the endpoint; the request body is
-fingerprinted so the same key with a different body is refused (409) rather than answered
-with an unrelated result. Concurrent retries wait for the first attempt. Answers are kept
-in a bounded LRU in memory; run creation is also durable across restarts, because the run
-id is derived from the key (see :func:`run_id_for_key`).
+A key belongs to its caller (the principal). The first answer to a keyed request is kept in
+the host's store (:meth:`~wopdsl.EventStore.remember_answer`) with the request's semantic
+fingerprint — its path, its caller and what its body means (canonical JSON of the fields
+that matter: key order and spacing do not count) — for ``Limits.idempotency_ttl_s`` (24 h by
+default). A retry within that time, from this host after a restart or from another host on
+the same store, gets the same status and body (the routes mark it with the header
+``OpenWOP-Idempotent-Replay: true``); the same key with another request gets 409
+``idempotency_key_mismatch``. Concurrent retries in one host wait for the first attempt;
+errors are not kept (a retry tries again). Run creation is safe even across a crash between
+acting and keeping the answer, because the new run's id is derived from the key
+(:func:`run_id_for_key`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import hashlib
+import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from wopdsl.server.errors import ApiError
+import orjson
 
-__all__ = ["IdempotencyCache", "Stored", "check_key", "fingerprint", "run_id_for_key"]
+from wopdsl import EventStore, WopError
+from wopdsl.server.errors import ApiError
+from wopdsl.store import Answer
+
+__all__ = ["Idempotency", "check_key", "fingerprint", "run_id_for_key"]
 
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
+_PURGE_EVERY = 60.0
+"""Seconds between sweeps of expired answers."""
 
+_log = logging.getLogger("wopdsl.server")
 
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """A remembered answer."""
-
-    fingerprint: str
-    status: int
-    body: dict[str, Any]
+Act = Callable[[], Awaitable[tuple[int, dict[str, Any]]]]
+Answered = tuple[int, dict[str, Any], bool]
+"""Status, body, and whether it is a replay of a kept answer."""
 
 
 def check_key(key: str) -> str:
@@ -46,58 +55,81 @@ def check_key(key: str) -> str:
     return key
 
 
-def fingerprint(body: bytes) -> str:
-    """Return the fingerprint of a request body."""
-    return hashlib.sha256(body).hexdigest()
+def fingerprint(path: str, principal: str, meaning: Any) -> str:
+    """The semantic fingerprint of a request: its path, its caller and its body's meaning."""
+    doc = {"path": path, "principal": principal, "request": meaning}
+    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def run_id_for_key(council_id: str, principal: str, key: str) -> str:
     """A run id determined by the caller and its key, so a retry finds the same run."""
     digest = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()[:24]
-    return f"{council_id[:39]}-k{digest}"
+    return f"{council_id[:38]}-k{digest}"
 
 
-class IdempotencyCache:
-    """Answers by ``(scope, key)``, at most ``capacity`` of them (least recent dropped)."""
+class Idempotency:
+    """Keyed requests' answers, kept in ``store`` for ``lifetime`` seconds.
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._answers: collections.OrderedDict[tuple[str, ...], Stored] = \
-            collections.OrderedDict()
-        self._locks: dict[tuple[str, ...], tuple[asyncio.Lock, list[int]]] = {}
+    Args:
+        store: Where the answers are kept (the runs' store).
+        lifetime: Seconds an answer is kept for its retries.
+    """
+
+    def __init__(self, store: EventStore, lifetime: float) -> None:
+        self.store = store
+        self.lifetime = lifetime
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         """Per scope in use: its lock and how many requests use it."""
+        self._swept = 0.0
 
-    def has(self, scope: tuple[str, ...]) -> bool:
-        """Whether an answer for ``scope`` is remembered (a retry will replay it)."""
-        return scope in self._answers
+    async def run(self, principal: str, key: str, print_: str, act: Act) -> Answered:
+        """Answer from the store, or ``act()`` once and keep a successful answer.
 
-    async def run(self, scope: tuple[str, ...], print_: str,
-                  act: Callable[[], Awaitable[tuple[int, dict[str, Any]]]]
-                  ) -> tuple[int, dict[str, Any]]:
-        """Answer from the cache, or ``act()`` once and remember a successful answer.
+        Returns:
+            The status, the body, and whether they replay a kept answer.
 
         Raises:
-            ApiError: 409 ``idempotency_key_mismatch`` for the same key with another body;
-                whatever ``act`` raises (errors are not remembered: a retry tries again).
+            ApiError: 409 ``idempotency_key_mismatch`` for the key with another request;
+                whatever ``act`` raises (errors are not kept: a retry tries again).
         """
+        scope = hashlib.sha256(f"{principal}\0{check_key(key)}".encode()).hexdigest()
         lock, users = self._locks.setdefault(scope, (asyncio.Lock(), [0]))
         users[0] += 1
         try:
             async with lock:
-                stored = self._answers.get(scope)
-                if stored is None:
-                    status, body = await act()
-                    self._answers[scope] = Stored(print_, status, body)
-                    while len(self._answers) > self.capacity:
-                        self._answers.popitem(last=False)
-                    return status, body
-                if stored.fingerprint != print_:
-                    raise ApiError(409, "idempotency_key_mismatch",
-                                   "this Idempotency-Key was used with a different request body",
-                                   {"hint": "use a new key for a new request"})
-                self._answers.move_to_end(scope)
-                return stored.status, stored.body
+                return await self._answer(scope, print_, act)
         finally:
             users[0] -= 1
             if not users[0]:
                 del self._locks[scope]
+
+    async def _answer(self, scope: str, print_: str, act: Act) -> Answered:
+        now = time.time()
+        cutoff = now - self.lifetime
+        stored = await asyncio.to_thread(self.store.recall_answer, scope)
+        if stored is not None and stored.created_at < cutoff:
+            stored = None  # Expired: swept now, so the new answer can be kept.
+            self._swept = 0.0
+        await self._sweep(now, cutoff)
+        if stored is not None:
+            if stored.fingerprint != print_:
+                raise ApiError(409, "idempotency_key_mismatch",
+                               "this Idempotency-Key was used with a different request",
+                               {"hint": "use a new key for a new request"})
+            return stored.status, stored.body, True
+        status, body = await act()
+        try:
+            await asyncio.to_thread(self.store.remember_answer,
+                                    Answer(scope, print_, status, body, now))
+        except WopError as exc:  # Acted: answer anyway; only a retry's replay is lost.
+            _log.warning("an idempotency answer was not kept: %s", exc.code)
+        return status, body, False
+
+    async def _sweep(self, now: float, cutoff: float) -> None:
+        if now - self._swept < _PURGE_EVERY:
+            return
+        self._swept = now
+        try:
+            await asyncio.to_thread(self.store.forget_answers, cutoff)
+        except WopError as exc:
+            _log.warning("expired idempotency answers were not swept: %s", exc.code)

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import json
-from typing import Any
+import re
+from typing import Any, Final
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from wopdsl.server.errors import ApiError
 
-__all__ = ["JSONResponse", "dumps", "read_body", "read_object", "want_int", "want_str"]
+__all__ = ["MAX_SEQUENCE", "JSONResponse", "dumps", "read_body", "read_object", "run_not_found",
+           "want_int", "want_run_id", "want_str"]
+
+MAX_SEQUENCE: Final = 2**63 - 1
+"""The largest integer a query or header may carry (a signed 64-bit value, as stores keep)."""
+
+_INTEGER: Final = re.compile(r"-?[0-9]{1,20}")
+_RUN_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,128}")
+"""What a run id may be (ids this package mints are 1-65 of these characters)."""
 
 _exact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                           check_circular=False).encode
@@ -41,8 +50,12 @@ class JSONResponse(Response):
         return dumps(content)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """Read the body, refusing more than ``limit`` bytes (413) without reading it all."""
+async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
+    """Read the body: at most ``limit`` bytes (413), within ``timeout`` seconds (408).
+
+    A body that is too large is refused without being read to its end; a client that
+    stopped sending gets 408 ``request_timeout`` and its connection is closed.
+    """
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -52,11 +65,20 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large(limit)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ApiError(408, "request_timeout", f"the request body did not arrive within "
+                       f"{timeout:g} s", {"limit": "bodyTimeoutSeconds", "value": timeout},
+                       headers={"Connection": "close"}) from None
+    except ClientDisconnect:
+        raise ApiError(400, "client_disconnected", "the client went away while sending "
+                       "the request body") from None
     return b"".join(chunks)
 
 
@@ -110,17 +132,36 @@ def want_str(data: dict[str, Any], field: str, *, optional: bool = False,
     return value
 
 
-def want_int(value: Any, field: str, *, low: int, high: int | None = None) -> int:
-    """Return ``value`` as an integer in ``[low, high]`` (400 otherwise); strings are parsed."""
+def want_int(value: Any, field: str, *, low: int, high: int = MAX_SEQUENCE) -> int:
+    """Return ``value`` as an integer in ``[low, high]`` (400 otherwise).
+
+    Strings (query values, headers) are parsed strictly: ASCII digits with an optional
+    minus sign, nothing else (no spaces, ``_``, ``+`` or other scripts' digits).
+    """
     if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or \
-            (high is not None and value > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        value = int(value) if _INTEGER.fullmatch(value) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > high:
+        bound = f"{low}..{high}"
         raise ApiError(400, "validation_error", f"{field} must be an integer {bound}",
                        {"field": field})
     return value
+
+
+def want_run_id(run_id: str) -> str:
+    """Return ``run_id`` if it may name a run; 404 ``run_not_found`` otherwise.
+
+    Checked before any store is asked: an id with a NUL or a control character is no run
+    here, whatever the store would make of it.
+    """
+    if not _RUN_ID.fullmatch(run_id) or run_id in {".", ".."}:
+        raise run_not_found(run_id)
+    return run_id
+
+
+def run_not_found(run_id: str) -> ApiError:
+    """The 404 for a run this host does not hold."""
+    shown = run_id if len(run_id) <= 128 else run_id[:128] + "…"
+    return ApiError(404, "run_not_found", f"run {shown!r} not found", {"runId": shown})
 
 
 def _kind(value: Any) -> str:

@@ -8,19 +8,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from wopdsl import CouncilSpec, WopError, __version__, fork
+from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
+from wopdsl.server.access import Access, Action
 from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import TERMINAL_STATUSES, Host
-from wopdsl.server.idempotency import IdempotencyCache, check_key, fingerprint, run_id_for_key
+from wopdsl.server.idempotency import Idempotency, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
-from wopdsl.server.turns import resolve_speaker, room_of
-from wopdsl.state import build_snapshot
+from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
+from wopdsl.state import CouncilState, build_snapshot
 
 __all__ = ["Api"]
 
@@ -39,7 +40,8 @@ class Api:
         self.feeds = feeds
         self.tokens = tokens
         self.limits = host.limits
-        self.idempotency = IdempotencyCache(host.limits.idempotency_entries)
+        self.idempotency = Idempotency(host.store, host.limits.idempotency_ttl_s)
+        self.access = Access(tokens)
 
     def routes(self) -> list[Route]:
         """The routes, most specific first."""
@@ -98,7 +100,8 @@ class Api:
 
     async def create_run(self, request: Request) -> Response:
         """``POST /v1/runs`` → 201 ``{runId, status, eventsUrl, statusUrl}``."""
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
@@ -108,7 +111,8 @@ class Api:
 
         async def act(run_id: str | None = None) -> tuple[int, dict[str, Any]]:
             run = await self.host.create(workflow_id, task=task, metadata=metadata,
-                                         run_id=run_id)
+                                         run_id=run_id,
+                                         principal=principal if self.tokens else None)
             return 201, {"runId": run.run_id, "status": run.status,
                          "eventsUrl": f"/v1/runs/{run.run_id}/events",
                          "statusUrl": f"/v1/runs/{run.run_id}"}
@@ -119,33 +123,46 @@ class Api:
             check_key(key)
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
-            scope = ("create", principal, key)
-            replay = self.idempotency.has(scope)
-            status, answer = await self.idempotency.run(scope, fingerprint(raw),
-                                                        lambda: act(run_id))
+            meaning = {"workflowId": workflow_id, "task": task, "metadata": metadata}
+            status, answer, replay = await self.idempotency.run(
+                principal, key, fingerprint(request.url.path, principal, meaning),
+                lambda: act(run_id))
             if replay:
                 return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
+    def run_for(self, request: Request, action: Action, run_id: str | None = None) -> Run:
+        """The run of the request's path, if its caller may ``action`` it (404, 403)."""
+        run = self.host.open(run_id or request.path_params["run_id"])
+        self.access.check(_principal(request), run.state, action)
+        return run
+
+    async def state_for(self, request: Request, action: Action) -> CouncilState:
+        """The folded state of the request's run, if its caller may ``action`` it (404, 403).
+
+        Read without holding the loop on a blocking store (:meth:`Host.state_of`).
+        """
+        state = await self.host.state_of(request.path_params["run_id"])
+        self.access.check(_principal(request), state, action)
+        return state
+
     async def get_run(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}``: the run's ``RunSnapshot``."""
-        state = await self.host.state_of(request.path_params["run_id"])
-        return JSONResponse(build_snapshot(state))
+        return JSONResponse(build_snapshot(await self.state_for(request, "read")))
 
     async def events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
+        state = await self.state_for(request, "read")
         run_id = request.path_params["run_id"]
-        await sse.check_run(self.host.store, run_id)
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
             return sse.stream(self.feeds, run_id, after)
-        status = (await self.host.state_of(run_id)).status
-        return await sse.events_json(self.host.store, run_id, after, status)
+        return await sse.events_json(self.host.store, run_id, after, state.status)
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
+        await self.state_for(request, "read")
         run_id = request.path_params["run_id"]
-        await sse.check_run(self.host.store, run_id)
         after = sse.cursor_of(request)
         raw = request.query_params.get("timeout")
         timeout = 30 if raw is None else want_int(raw, "timeout", low=0,
@@ -160,12 +177,13 @@ class Api:
         """``POST /v1/runs/{runId}/interrupts/{nodeId}`` ``{resumeValue}``: a turn from outside."""
         run_id = request.path_params["run_id"]
         node_id = request.path_params["node_id"]
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed={"resumeValue"}, required={"resumeValue"})
         principal = _principal(request)
 
         async def act() -> tuple[int, dict[str, Any]]:
-            run = self.host.open(run_id)
+            run = self.run_for(request, "read")
             state = run.state
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
@@ -175,11 +193,8 @@ class Api:
                                "turns", {"runId": run_id, "status": state.status})
             members = {m.id: m for m in _council_spec(run).members}
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
-            if self.tokens and speaker.principal is not None and \
-                    speaker.principal != principal:
-                raise ApiError(403, "forbidden",
-                               f"member {speaker.member} speaks only for its principal; this "
-                               "token belongs to another", {"member": speaker.member})
+            self.access.check(principal, state, "post", speaker.member, speaker.principal)
+            check_mentions(state, room, body["resumeValue"])
             message = await self.host.reply(run, room=room, member=speaker.member,
                                             resume=body["resumeValue"])
             answer: dict[str, Any] = {"runId": run_id, "nodeId": node_id,
@@ -192,16 +207,19 @@ class Api:
         if key is None:
             status, answer = await act()
         else:
-            status, answer = await self.idempotency.run(
-                ("resolve", principal, run_id, node_id, check_key(key)), fingerprint(raw), act)
+            print_ = fingerprint(f"/v1/runs/{run_id}/interrupts/{node_id}", principal, body)
+            status, answer, replay = await self.idempotency.run(principal, key, print_, act)
+            if replay:
+                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
     async def cancel(self, request: Request) -> Response:
         """``POST /v1/runs/{runId}/cancel`` ``{reason?}``."""
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed={"reason"}, empty_ok=True)
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
-        run = self.host.open(request.path_params["run_id"])
+        run = self.run_for(request, "cancel")
         status = run.status
         if status in ("completed", "failed"):
             raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
@@ -216,7 +234,8 @@ class Api:
         if not sep or action != "fork":
             raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
                            {"hint": "this host serves POST /v1/runs/{runId}:fork"})
-        raw = await read_body(request, self.limits.max_body_bytes)
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
         body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"})
         mode = body.get("mode", "branch")
         if mode not in ("branch", "replay"):
@@ -225,7 +244,7 @@ class Api:
         if body.get("runOptionsOverlay"):
             raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
                            {"field": "runOptionsOverlay"})
-        self.host.open(run_id)  # 404 first.
+        self.run_for(request, "fork", run_id)  # 404, 403 first.
         from_seq = want_int(body["fromSeq"], "fromSeq", low=0) if "fromSeq" in body \
             else _first_turn_cut(self.host.store, run_id)
         if self.host.active >= self.limits.max_runs:
@@ -233,7 +252,8 @@ class Api:
                            {"limit": "maxRuns", "value": self.limits.max_runs},
                            headers={"Retry-After": "5"})
         try:
-            new_id = fork(self.host.store, run_id, from_seq, mode=mode)
+            new_id = fork(self.host.store, run_id, from_seq, mode=mode,
+                          principal=_principal(request) if self.tokens else None)
         except WopError as exc:
             raise from_wop_error(exc) from None
         run = self.host.adopt(new_id)

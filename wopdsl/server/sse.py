@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from wopdsl import EventStore
-from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Frame, Subscriber
 from wopdsl.server.io import JSONResponse, want_int
 
@@ -122,9 +121,3 @@ async def _ended(store: EventStore, run_id: str) -> bool:
     last = await store.call(store.last_sequence, run_id)
     tail = await store.call(store.read, run_id, last - 1) if last >= 0 else []
     return bool(tail) and tail[-1]["type"] in TERMINAL_TYPES
-
-
-async def check_run(store: EventStore, run_id: str) -> None:
-    """404 unless the run exists."""
-    if not await store.call(store.exists, run_id):
-        raise ApiError(404, "run_not_found", f"run {run_id} not found", {"runId": run_id})

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from wopdsl import CouncilState, MemberSpec
+from wopdsl.model.mentions import parse_mentions
 from wopdsl.server.errors import ApiError
 
-__all__ = ["Speaker", "resolve_speaker", "room_of"]
+__all__ = ["Speaker", "check_mentions", "resolve_speaker", "room_of"]
 
 _SPEAKER_PREFIX = "host:"
 _OUTSIDE = {"human": "user", "external": "agent"}
@@ -106,6 +107,47 @@ def resolve_speaker(state: CouncilState, members: dict[str, MemberSpec], room: s
                        f"{member} is a {engine} member: its turns are '{expected}' turns, "
                        f"not '{role}'", room, roster)
     return Speaker(member, room, spec.principal if spec is not None else None)
+
+
+def check_mentions(state: CouncilState, room: str, resume: dict[str, Any]) -> None:
+    """Refuse a post whose mentions would fail the run: a turn past a member's cap or script.
+
+    A mention queues a turn of the member it names (unless one is queued already); a member
+    requested past its ``max_turns`` fails the run with ``TEAM_TURN_LIMIT``, a scripted one
+    past its script's end with ``SCRIPT_EXHAUSTED``. Whoever may post must not be able to
+    end the run that way: such a post is refused (422 ``member_turns_exhausted``) and
+    nothing is appended.
+    """
+    if resume.get("operation", "exchange") != "exchange":
+        return  # A closing turn requests nobody.
+    turn = resume.get("turn") if "operation" in resume else resume
+    content = turn.get("content") if isinstance(turn, dict) else None
+    if isinstance(content, str):
+        mentions: list[Any] = parse_mentions(content)
+    elif isinstance(content, dict) and isinstance(content.get("mentions"), list):
+        mentions = content["mentions"]
+    else:
+        return  # The door (wopdsl's intake) refuses a malformed turn with its reason.
+    scripts = {m.get("id"): m.get("script") for m in state.council.get("members", [])}
+    for target in dict.fromkeys(m for m in mentions if isinstance(m, str)):
+        member = state.members.get(target)
+        if member is None or target in state.queue:
+            continue  # Unknown: the door says so. Queued: the mention adds no turn.
+        needed = member.turns + (target in state.inflight) + 1
+        script = scripts.get(target)
+        if member.engine == "script" and isinstance(script, list) and needed > len(script):
+            limit, value = "script", len(script)
+            why = f"all {value} steps of its script are used (SCRIPT_EXHAUSTED)"
+        elif needed > member.cap:
+            limit, value = "max_turns", member.cap
+            why = f"it has used all {value} of its turns (max_turns, TEAM_TURN_LIMIT)"
+        else:
+            continue
+        raise ApiError(422, "member_turns_exhausted",
+                       f"mentioning @{target} would fail the run: {why}",
+                       {"member": target, "limit": limit, "value": value,
+                        "used": member.turns, "nodeId": f"room:{room}",
+                        "hint": f"post without mentioning @{target}"})
 
 
 def _only_human(state: CouncilState, members: dict[str, MemberSpec], room: str,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl.errors import RunNotFound, StoreError
 from wopdsl.store._pg_connect import redact
-from wopdsl.store.base import EventStore, RunInfo, require_run
+from wopdsl.store.base import Answer, EventStore, RunInfo, require_run
 from wopdsl.store.memory import MemoryStore
 from wopdsl.store.sqlite import SqliteStore
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STORE",
+    "Answer",
     "EventStore",
     "MemoryStore",
     "PostgresStore",

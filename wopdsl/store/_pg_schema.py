@@ -12,12 +12,13 @@ import hashlib
 from typing import TYPE_CHECKING, Final
 
 from wopdsl.errors import RunNotFound
+from wopdsl.store._answers_sql import COLUMNS
 from wopdsl.store._pg_connect import Target
 
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The layout this module writes, kept in ``wopdsl_schema.version``."""
 
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -67,9 +68,24 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
             RETURN held;
         END $$""",
     ),
+    2: (
+        # The answers a host gave to requests sent with an Idempotency-Key (see
+        # EventStore.remember_answer): kept for their retries, across restarts and hosts.
+        """CREATE TABLE wopdsl_idempotency (
+            scope       text             NOT NULL PRIMARY KEY,
+            fingerprint text             NOT NULL,
+            status      integer          NOT NULL,
+            body        text             NOT NULL,
+            created_at  double precision NOT NULL
+        )""",
+    ),
 }
 
 APPEND: Final = "SELECT wopdsl_append(%s, %s, %b, %b, %s, %s, %s)"
+REMEMBER: Final = ("INSERT INTO wopdsl_idempotency VALUES (%s, %s, %s, %s, %s) "
+                   "ON CONFLICT (scope) DO NOTHING")
+RECALL: Final = f"SELECT {COLUMNS} FROM wopdsl_idempotency WHERE scope = %s"
+FORGET: Final = "DELETE FROM wopdsl_idempotency WHERE created_at < %s"
 SELECT_LAST: Final = "SELECT max(sequence) FROM wopdsl_events WHERE run_id = %s"
 SELECT_EVENTS: Final = (
     "SELECT sequence, body FROM wopdsl_events WHERE run_id = %s AND sequence > %s "

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Final
 
 from wopdsl.errors import StoreError
+from wopdsl.store._answers_sql import SQLITE_TABLE
 
 __all__ = ["LAYOUT_VERSION", "connect_reader", "connect_writer", "read_only_hint",
            "unwritable"]
@@ -109,6 +110,7 @@ def connect_writer(path: Path, timeout: float) -> tuple[sqlite3.Connection, int]
                 raise
             layout = LAYOUT_VERSION
         _check_layout(path, layout)
+        conn.execute(SQLITE_TABLE)  # Idempotency answers (any layout; IF NOT EXISTS).
     except sqlite3.Error as exc:
         conn.close()
         raise _open_failure(path, exc) from exc

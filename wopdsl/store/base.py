@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from wopdsl.errors import RunBusy, RunNotFound, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 
-__all__ = ["EventStore", "RunInfo", "require_run"]
+__all__ = ["Answer", "EventStore", "RunInfo", "require_run"]
 
 _T = TypeVar("_T")
 
@@ -33,11 +33,29 @@ class RunInfo:
     """Type of the last event (``run.completed``, ``node.started``, ...)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A host's answer to a request sent with an ``Idempotency-Key``, kept for its retries."""
+
+    scope: str
+    """Whose key it is: a digest of the caller's principal and the key (the record's id)."""
+    fingerprint: str
+    """A digest of what the request asked for (its path, its caller and its body's meaning)."""
+    status: int
+    """The HTTP status answered."""
+    body: dict[str, Any]
+    """The JSON object answered."""
+    created_at: float
+    """When it was answered (seconds since the epoch)."""
+
+
 class EventStore(ABC):
     """An append-only, per-run event log with optimistic concurrency.
 
     Backends implement four methods: :meth:`append`, :meth:`read`, :meth:`runs` and
-    :meth:`last_sequence`. :meth:`subscribe` has a polling default that backends may improve.
+    :meth:`last_sequence`. :meth:`subscribe` has a polling default that backends may improve;
+    durable backends also keep idempotency answers (:meth:`remember_answer`,
+    :meth:`recall_answer`, :meth:`forget_answers`), which by default live in the object.
     The contract ships as a reusable test suite: ``wopdsl.testing.store_conformance``.
     """
 
@@ -84,6 +102,29 @@ class EventStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default.
         """Release resources (connections, files)."""
+
+    # -- idempotency answers: kept in this object by default; durable stores override ------
+
+    def remember_answer(self, answer: Answer) -> Answer:
+        """Keep ``answer`` unless its scope already has one; return the one kept (first wins)."""
+        with _ANSWERS_LOCK:
+            kept: dict[str, Answer] = self.__dict__.setdefault("_answers", {})
+            return kept.setdefault(answer.scope, answer)
+
+    def recall_answer(self, scope: str) -> Answer | None:
+        """Return the answer kept for ``scope``, if any."""
+        with _ANSWERS_LOCK:
+            kept: dict[str, Answer] = self.__dict__.get("_answers", {})
+            return kept.get(scope)
+
+    def forget_answers(self, before: float) -> int:
+        """Drop the answers created before ``before`` (epoch seconds); return how many."""
+        with _ANSWERS_LOCK:
+            kept: dict[str, Answer] = self.__dict__.get("_answers", {})
+            old = [scope for scope, answer in kept.items() if answer.created_at < before]
+            for scope in old:
+                del kept[scope]
+            return len(old)
 
     @contextlib.contextmanager
     def claim(self, run_id: str) -> Iterator[None]:
@@ -154,6 +195,7 @@ class EventStore(ABC):
 _CLAIMED: set[tuple[object, str]] = set()
 """(storage, run id) pairs a driver in this process holds (see EventStore.claim)."""
 _CLAIMS_LOCK = threading.Lock()
+_ANSWERS_LOCK = threading.Lock()
 
 
 def busy(run_id: str, holder: str) -> RunBusy:

@@ -19,11 +19,12 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError, StoreUnavailable
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store import _pg_schema as sql
+from wopdsl.store._answers_sql import from_row, params
 from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._pg_claims import Claims
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
-from wopdsl.store.base import EventStore, RunInfo
+from wopdsl.store.base import Answer, EventStore, RunInfo
 
 __all__ = ["PostgresStore"]
 
@@ -233,6 +234,27 @@ class PostgresStore(EventStore):
             await future
         finally:
             listener.discard(run_id, future)
+
+    # -- idempotency answers (the ``wopdsl_idempotency`` table) ----------------------------
+
+    def remember_answer(self, answer: Answer) -> Answer:
+        """Keep ``answer`` unless its scope has one; return the one kept (first wins)."""
+
+        def call(conn: psycopg.Connection[Any]) -> Answer | None:
+            conn.execute(sql.REMEMBER, params(answer))
+            return from_row(conn.execute(sql.RECALL, (answer.scope,)).fetchone())
+
+        return self._with_conn("keep an idempotency answer in", call) or answer
+
+    def recall_answer(self, scope: str) -> Answer | None:
+        """Return the answer kept for ``scope``, if any."""
+        return self._with_conn("read an idempotency answer from", lambda conn: from_row(
+            conn.execute(sql.RECALL, (scope,)).fetchone()))
+
+    def forget_answers(self, before: float) -> int:
+        """Drop the answers created before ``before`` (epoch seconds); return how many."""
+        return self._with_conn("drop old idempotency answers from",
+                               lambda conn: conn.execute(sql.FORGET, (before,)).rowcount)
 
     def close(self) -> None:
         """Close every connection (claims are released); later calls raise ``StoreError``."""

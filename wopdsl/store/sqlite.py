@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
+from wopdsl.store._answers_sql import COLUMNS, from_row, params
 from wopdsl.store._claims import lock_run
 from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._wakeups import waiters_for
-from wopdsl.store.base import EventStore, RunInfo
+from wopdsl.store.base import Answer, EventStore, RunInfo
 
 if TYPE_CHECKING:
     import asyncio
@@ -37,6 +38,7 @@ FROM runs AS r JOIN events AS e
 ORDER BY r.rowid
 """
 
+_SELECT_ANSWER: Final = f"SELECT {COLUMNS} FROM idempotency WHERE scope = ?"
 _GC_PAUSE_ROWS: Final = 1000
 """Reads of at least this many records pause the cyclic GC while decoding."""
 
@@ -257,6 +259,40 @@ class SqliteStore(EventStore):
             except sqlite3.Error as exc:
                 raise self._failure(exc, "read") from exc
         return -1 if found is None else int(found)
+
+    # -- idempotency answers (the ``idempotency`` table) ------------------------------------
+
+    def remember_answer(self, answer: Answer) -> Answer:
+        """Keep ``answer`` unless its scope has one; return the one kept (first wins)."""
+        self._writable()
+        with self._lock:
+            try:
+                self._conn.execute("INSERT OR IGNORE INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                                   params(answer))
+                row = self._conn.execute(_SELECT_ANSWER, (answer.scope,)).fetchone()
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "write to") from exc
+        return from_row(row) or answer
+
+    def recall_answer(self, scope: str) -> Answer | None:
+        """Return the answer kept for ``scope`` (``None`` also on a store without the table)."""
+        with self._lock:
+            try:
+                return from_row(self._conn.execute(_SELECT_ANSWER, (scope,)).fetchone())
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):  # A read-only file of an older release.
+                    return None
+                raise self._failure(exc, "read") from exc
+
+    def forget_answers(self, before: float) -> int:
+        """Drop the answers created before ``before`` (epoch seconds); return how many."""
+        self._writable()
+        with self._lock:
+            try:
+                return self._conn.execute("DELETE FROM idempotency WHERE created_at < ?",
+                                          (before,)).rowcount
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "write to") from exc
 
     def close(self) -> None:
         """Close the connection; later calls raise :class:`~wopdsl.errors.StoreError`."""

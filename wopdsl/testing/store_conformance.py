@@ -29,7 +29,7 @@ import pytest
 
 from wopdsl.errors import EventInvalid, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.store.base import EventStore, RunInfo
+from wopdsl.store.base import Answer, EventStore, RunInfo
 from wopdsl.testing._store_cases import (
     AppendAndRead,
     make_event,
@@ -159,6 +159,38 @@ class StoreConformance(AppendAndRead):
         store.close()
         store.close()
 
+    # -- idempotency answers ---------------------------------------------------------------
+
+    def test_an_answer_is_kept_and_the_first_one_wins(self, store: EventStore) -> None:
+        """``remember_answer`` keeps the first answer of a scope; ``recall_answer`` returns it."""
+        first = Answer("scope-1", "print-1", 201, {"runId": "r1", "text": "é \u0000 😀"}, 1e9)
+        assert store.recall_answer("scope-1") is None
+        assert store.remember_answer(first) == first
+        later = Answer("scope-1", "print-2", 200, {"runId": "r2"}, 1e9 + 1)
+        assert store.remember_answer(later) == first
+        assert store.recall_answer("scope-1") == first
+        assert store.recall_answer("scope-2") is None
+
+    def test_old_answers_are_forgotten(self, store: EventStore) -> None:
+        """``forget_answers(before)`` drops exactly the answers created before ``before``."""
+        for index, created in enumerate((10.0, 20.0, 30.0)):
+            store.remember_answer(Answer(f"s{index}", "f", 200, {}, created))
+        assert store.forget_answers(20.0) == 1
+        assert store.recall_answer("s0") is None
+        assert store.recall_answer("s1") is not None and store.recall_answer("s2") is not None
+
+    def test_racing_answers_agree(self, store: EventStore) -> None:
+        """Threads remembering one scope at once all get the same answer back."""
+        kept: list[Answer] = []
+        workers = [threading.Thread(target=lambda i=i: kept.append(store.remember_answer(
+            Answer("race", f"f{i}", 201, {"n": i}, 1.0)))) for i in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert len(kept) == 8 and all(k == kept[0] for k in kept)
+        assert store.recall_answer("race") == kept[0]
+
     # -- subscribe -------------------------------------------------------------------------
 
     def _follow(
@@ -234,6 +266,24 @@ class StoreConformance(AppendAndRead):
             assert reopened.runs() == listed
             reopened.append("a", make_events("a", 2, 1), 2)
             assert reopened.last_sequence("a") == 2
+        finally:
+            reopened.close()
+
+    @_needs("reopen_store")
+    def test_answers_outlive_the_handle(self, store: EventStore, tmp_path: Path) -> None:
+        """Capability reopen_store: answers are durable and shared by every handle."""
+        answer = Answer("scope-1", "print-1", 200, {"messageId": "team/a/1/0"}, 5.0)
+        store.remember_answer(answer)
+        other = self.reopen_store(tmp_path)
+        try:
+            assert other.recall_answer("scope-1") == answer
+            assert other.remember_answer(Answer("scope-1", "x", 500, {}, 6.0)) == answer
+        finally:
+            other.close()
+        store.close()
+        reopened = self.reopen_store(tmp_path)
+        try:
+            assert reopened.recall_answer("scope-1") == answer
         finally:
             reopened.close()
 

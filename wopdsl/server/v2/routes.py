@@ -109,7 +109,7 @@ class V2Api:
         tenant = _resolve(request, "run_id")
         run_id = request.path_params["run_id"]
         if sse.wants_sse(request):
-            await sse.check_run(self.api.host.store, run_id)
+            await self.api.state_for(request, "read")  # 404, 403 (the v1 rules).
             return sse.stream(self.api.feeds, run_id, sse.cursor_of(request),
                               lambda frame: _frame_v2(frame, tenant))
         return _rewrite(await self.api.events(request), lambda page: {
@@ -121,7 +121,7 @@ class V2Api:
         tenant = _resolve(request, "run_id")
         run_id = request.path_params["run_id"]
         store = self.api.host.store
-        await sse.check_run(store, run_id)
+        await self.api.state_for(request, "read")  # 404, 403 (the v1 rules).
         raw = request.query_params.get("afterSequence")
         after = -1 if raw is None else want_int(raw, "afterSequence", low=-1)
         raw = request.query_params.get("timeout")
