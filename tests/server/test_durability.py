@@ -12,6 +12,7 @@ import pytest
 from wopdsl import CouncilState, SqliteStore
 
 SLOW = {"PINGPONG_DELAY": "0.15", "PINGPONG_TURNS": "10"}
+LONG = {"PINGPONG_DELAY": "0.2", "PINGPONG_TURNS": "30"}
 
 
 def _log(store_path: Any, run_id: str) -> list[dict[str, Any]]:
@@ -70,11 +71,13 @@ def test_a_host_killed_mid_run_resumes_it_when_restarted(serve: Any) -> None:
 
 @pytest.mark.slow
 def test_a_second_host_never_drives_a_run_the_first_holds(serve: Any) -> None:
-    first = serve(env=SLOW)
+    # Long enough (30 × 0.2 s) that the second host is up while the first still drives it,
+    # even when starting a process takes seconds on a loaded machine.
+    first = serve(env=LONG)
     run_id = first.request("POST", "/v1/runs", {"workflowId": "pingpong"})[1]["runId"]
     _wait_for(first.store, run_id,
               lambda log: sum(e["type"] == "node.completed" for e in log) >= 2)
-    second = serve(store=first.store, env=SLOW)
+    second = serve(store=first.store, env=LONG)
     # The second host answers for the run (reads) but does not execute it.
     assert second.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "running"
     first.wait_status(run_id, "completed", timeout=60)
