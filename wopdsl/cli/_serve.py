@@ -119,7 +119,7 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
                         "%(message)s")
     names = ", ".join(c.id for c in councils)
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
-    print(f"wop serve: {len(councils)} council(s) [{names}], store {ctx.store_target}, "
+    print(f"wop serve: {len(councils)} council(s) [{names}], store {ctx.store_shown}, "
           f"auth: {auth}", file=ctx.err, flush=True)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
                             lifespan="on", timeout_graceful_shutdown=5)
