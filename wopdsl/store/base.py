@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from wopdsl.errors import RunBusy, RunNotFound, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 
-__all__ = ["EventStore", "RunInfo", "require_run"]
+__all__ = ["EventStore", "RunInfo", "require_run", "run_started_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,11 +23,21 @@ class RunInfo:
     workflow_id: str
     """The council id (``run.started.payload.workflowId``)."""
     started_at: str
-    """Timestamp of the first event."""
+    """When the run began: its first event's timestamp; for a fork, when it was forked
+    (:func:`run_started_at`)."""
     last_sequence: int
     """Sequence of the last event."""
     last_type: str
     """Type of the last event (``run.completed``, ``node.started``, ...)."""
+
+
+def run_started_at(first: RunEventDoc) -> str:
+    """When a run began, from its first event: a fork's ``forkedFrom.forkedAt`` (its copied
+    events keep the source's times), else the event's ``timestamp``."""
+    metadata = first["payload"].get("metadata")
+    forked = metadata.get("forkedFrom") if isinstance(metadata, dict) else None
+    at = forked.get("forkedAt") if isinstance(forked, dict) else None
+    return at if isinstance(at, str) else first["timestamp"]
 
 
 class EventStore(ABC):
