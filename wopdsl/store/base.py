@@ -32,8 +32,11 @@ class RunInfo:
 
 
 def run_started_at(first: RunEventDoc) -> str:
-    """When a run began, from its first event: a fork's ``forkedFrom.forkedAt`` (its copied
-    events keep the source's times), else the event's ``timestamp``."""
+    """When a run began, read from its first event.
+
+    A fork's ``forkedFrom.forkedAt`` (its copied events keep the source's times), else the
+    event's ``timestamp``.
+    """
     metadata = first["payload"].get("metadata")
     forked = metadata.get("forkedFrom") if isinstance(metadata, dict) else None
     at = forked.get("forkedAt") if isinstance(forked, dict) else None
