@@ -180,3 +180,38 @@ def run_engine_only(council: Council) -> Timing:
         return Timing(wall, cpu, status, engine.state.last_sequence + 1)
 
     return asyncio.run(go())
+
+
+def chatty_council(messages: int, variant: str = "plain", per_turn: int = 100) -> Council:
+    """A council whose one member ``talker`` saves ``messages`` messages, ``per_turn`` a turn.
+
+    ``variant`` shapes the texts ``wop diff`` aligns: ``plain`` (``message 17``: all
+    distinct), ``changed`` (as plain, but the middle message says something else),
+    ``repetitive`` (only ``yes`` and ``no``, in a pseudo-random pattern of their own: the
+    worst case for a line-by-line alignment).
+    """
+    turns = -(-messages // per_turn)
+    council = Council(f"chatty-{variant}" if variant == "other" else "chatty",
+                      task="Say many things.", max_turns_per_member=turns + 1, tail_messages=4)
+    council.room(ROOM, members=["talker"])
+
+    def text(index: int) -> str:
+        if variant == "repetitive":
+            return ("yes", "no")[(index * 2654435761 >> 7) % 2]
+        if variant == "changed" and index == messages // 2:
+            return "something else entirely"
+        return f"message {index}"
+
+    @council.member("talker", role="talker")
+    def talker(turn: Turn) -> Reply:
+        first = (turn.turn - 1) * per_turn
+        count = min(per_turn, messages - first)
+        if count <= 0:
+            return Reply(summary="Done.")
+        posts = [Post(room=ROOM, text=text(first + k)) for k in range(count)]
+        more = first + count < messages
+        if more:
+            posts[-1] = Post(room=ROOM, text=posts[-1].text, mentions=["talker"])
+        return Reply(summary=f"Said {first + count}.", posts=posts)
+
+    return council

@@ -5,11 +5,13 @@ Our exception hierarchy::
     WopError
     ├── DeclarationError (ValueError)      DECLARATION_INVALID
     ├── ValidationError (ValueError)       validation_error
+    │   ├── RosterExceeded                  wire: conversation_roster_exceeded
+    │   └── SpeakerNotParticipant           wire: conversation_speaker_not_participant
     ├── StoreError
     │   ├── StoreConflict                   STORE_CONFLICT
     │   │   └── RunBusy                     STORE_CONFLICT (another driver executes the run)
     │   ├── EventInvalid (ValueError)       EVENT_INVALID
-    │   └── RunNotFound (LookupError)       RUN_NOT_FOUND
+    │   └── RunNotFound (LookupError)       RUN_NOT_FOUND (wire: run_not_found)
     └── RunFailed                           the code of the failed run
         (TEAM_NODE_FAILED, TEAM_TURN_LIMIT, TIMEOUT, ...)
 
@@ -29,9 +31,11 @@ __all__ = [
     "DeclarationError",
     "EventInvalid",
     "Problem",
+    "RosterExceeded",
     "RunBusy",
     "RunFailed",
     "RunNotFound",
+    "SpeakerNotParticipant",
     "StoreConflict",
     "StoreError",
     "TurnError",
@@ -105,11 +109,21 @@ class WopError(Exception):
     """Root of every error wopdsl raises on purpose."""
 
     code: str = "WOP_ERROR"
+    wire: str = ""
+    """The OpenWOP code when it differs from ``code`` (see :attr:`wire_code`)."""
 
-    def __init__(self, message: str, *, hint: str = "") -> None:
+    def __init__(self, message: str, *, hint: str = "",
+                 details: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.details: dict[str, object] = dict(details or {})
+        """Machine-readable specifics for HTTP envelopes and ``--json`` documents."""
+
+    @property
+    def wire_code(self) -> str:
+        """The code OpenWOP names for this error (HTTP envelopes, ``--json`` documents)."""
+        return self.wire or self.code
 
     def __str__(self) -> str:
         text = self.message
@@ -151,6 +165,24 @@ class ValidationError(WopError, ValueError):
     code = "validation_error"
 
 
+class RosterExceeded(ValidationError):
+    """A room's roster is larger than the host's ``maxParticipants`` (RFC 0101, RFC 0239 §C).
+
+    ``details``: ``{maxParticipants, roomId, participants}``.
+    """
+
+    wire = "conversation_roster_exceeded"
+
+
+class SpeakerNotParticipant(ValidationError):
+    """A turn's ``speakerId`` is not a participant of the room (RFC 0101, RFC 0239 §B).
+
+    ``details``: ``{speakerId}`` (and the room's ``participants`` where known).
+    """
+
+    wire = "conversation_speaker_not_participant"
+
+
 class StoreError(WopError):
     """The event store could not do what was asked."""
 
@@ -177,6 +209,7 @@ class RunNotFound(StoreError, LookupError):
     """No run with that id exists in the store."""
 
     code = "RUN_NOT_FOUND"
+    wire = "run_not_found"
 
     @classmethod
     def of(cls, run_id: str, *, where: str = "the store", runs: str = "wop runs") -> RunNotFound:
@@ -187,7 +220,8 @@ class RunNotFound(StoreError, LookupError):
             where: The store, as the user named it.
             runs: The command that lists the store's runs (with its ``--store``).
         """
-        return cls(f"run {run_id} not found in {where}", hint=f"list the runs with `{runs}`")
+        return cls(f"run {run_id} not found in {where}", hint=f"list the runs with `{runs}`",
+                   details={"runId": run_id})
 
 
 class RunFailed(WopError):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, overload
 
+from wopdsl._sync import run_sync
 from wopdsl.compile import compile
 from wopdsl.compile.graph import Compiles
 from wopdsl.engine import Engine, HumanInput, engine_for
@@ -17,12 +18,16 @@ from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
 from wopdsl.projections.notebook import run_html, run_markdown
+from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
 from wopdsl.store import EventStore, open_store, require_run
 
-__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions"]
+if TYPE_CHECKING:
+    from wopdsl.projections.diff import RunDiff
+
+__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
 
 
 class EventLog(Sequence[RunEventDoc]):
@@ -91,6 +96,8 @@ class Run:
         self._started: asyncio.Event | None = None
         self.events = EventLog(self)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
+        # Live tracing exports what happens after this (earlier spans are another's to send).
+        self._traced = store.last_sequence(run_id) if export_configured() else -1
 
     # -- state, read from the log ----------------------------------------------------------
 
@@ -144,6 +151,16 @@ class Run:
         """Return the OpenWOP v1 ``RunSnapshot`` of this run."""
         return build_snapshot(self.state)
 
+    def diff(self, other: Run) -> RunDiff:
+        """Compare with ``other`` (any store): transcripts, speaking order, work, outcome.
+
+        The result prints as ``wop diff`` does, renders as HTML in a notebook and has
+        ``equal`` and ``to_json()``.
+        """
+        from wopdsl.projections.diff import diff_runs
+
+        return diff_runs(self.store.read(self.run_id), other.store.read(other.run_id))
+
     # -- driving ---------------------------------------------------------------------------
 
     def _begin(self, *, start: bool, follow_if_busy: bool = False) -> None:
@@ -152,6 +169,7 @@ class Run:
         started = self._started = asyncio.Event()
 
         async def go() -> RunStatus:
+            trace = live_trace(self.store, self.run_id, self._traced)
             try:
                 if start:
                     await engine.start()
@@ -165,6 +183,9 @@ class Run:
                 # Another driver took the run up meanwhile (a reply from elsewhere): it
                 # executes the run, this post included; follow it to its next stop.
                 return await self._watch()
+            finally:
+                if trace is not None:
+                    self._traced = await trace.stop()
 
         self._task = asyncio.ensure_future(go())
 
@@ -369,8 +390,6 @@ class Run:
         return f"Run({self.run_id!r}, status={self.status!r})"
 
 
-_T = TypeVar("_T")
-
 SHOW_ENTRY_POINTS = "wopdsl.show"
 """The entry-point group :meth:`Run.show` finds its live view in (``pyproject.toml``)."""
 
@@ -383,23 +402,6 @@ def _live_view() -> Any:
         raise ImportError("run.show() needs the jupyter extra: pip install 'wopdsl[jupyter]' "
                           f"(no live view is registered under {SHOW_ENTRY_POINTS!r})")
     return found[0].load()
-
-
-def run_sync(work: Coroutine[Any, Any, _T], name: str, instead: str) -> _T:
-    """Run ``work`` to its end on a new event loop; refuse inside a running loop.
-
-    Raises:
-        RuntimeError: called inside a running event loop (a notebook cell, an async app):
-            the message names the ``await`` form to use instead.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    work.close()
-    raise RuntimeError(
-        f"{name} can't be called inside a running event loop (Jupyter?); use `{instead}`"
-    )
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,

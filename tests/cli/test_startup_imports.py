@@ -31,7 +31,8 @@ NEVER = (
     "starlette", "uvicorn", "psycopg", "asyncio", "tomllib", "tomli_w",
     "wopdsl.engine", "wopdsl.agents", "wopdsl.compile", "wopdsl.declare", "wopdsl.council",
     "wopdsl.run", "wopdsl.model.spec", "wopdsl.model.llm", "wopdsl.server", "wopdsl.jupyter",
-    "wopdsl_tui", "wopdsl.protocol.event_model", "wopdsl.protocol.check",
+    "wopdsl_tui", "wopdsl.protocol.event_model", "wopdsl.protocol.check", "opentelemetry",
+    "wopdsl.projections.trace.derive", "wopdsl.projections.diff",
 )
 """Top-level packages and wopdsl modules none of these commands may load."""
 
@@ -113,3 +114,36 @@ def test_the_public_api_still_loads_on_use(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(),
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_no_endpoint_imports_no_opentelemetry(wop: Wop, tmp_path: Path, release_team: Path,
+                                              human_council: Path) -> None:
+    # Runs, replies and forks export nothing and load no OpenTelemetry module without an
+    # endpoint (or --otel): start-up stays as it was.
+    env = {k: v for k, v in _env().items() if not k.startswith("OTEL_")}
+    for args in (["run", str(release_team), "--run-id", "r", "--store", "runs.db"],
+                 ["run", str(human_council), "--run-id", "h", "--store", "runs.db"],
+                 ["reply", "h", "--room", "desk", "Aurora", "--store", "runs.db"],
+                 ["fork", "r", "--from", "8", "--run-id", "f", "--store", "runs.db"]):
+        report = tmp_path / "modules.json"
+        done = subprocess.run([sys.executable, "-c", REPORT, str(report), *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode in (0, 3), done.stdout + done.stderr
+        modules = set(json.loads(report.read_text(encoding="utf-8")))
+        assert sorted(m for m in modules if m.split(".")[0] == "opentelemetry") == [], args
+        assert "wopdsl.projections.trace.live" not in modules
+
+
+def test_diff_loads_only_what_it_needs(wop: Wop, tmp_path: Path, release_team: Path) -> None:
+    assert wop("run", str(release_team), "--run-id", "a", "--store", "runs.db").returncode == 0
+    assert wop("run", str(release_team), "--run-id", "b", "--store", "runs.db").returncode == 0
+    report = tmp_path / "modules.json"
+    done = subprocess.run([sys.executable, "-c", REPORT, str(report), "diff", "a", "b",
+                           "--store", "runs.db"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    modules = set(json.loads(report.read_text(encoding="utf-8")))
+    # Only the diff itself: no engine, no asyncio, no run handle, no OpenTelemetry.
+    heavy = _heavy(modules)
+    assert "wopdsl.projections.diff.align" in heavy
+    assert all(m.startswith("wopdsl.projections.diff") for m in heavy), heavy

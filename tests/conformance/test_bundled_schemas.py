@@ -43,8 +43,13 @@ def test_the_bundle_equals_the_reference_copy_when_there_is_one() -> None:
     if reference is None:
         # A clone without ../shared: the char counts above tie the bundle to upstream.
         return
+    compared = 0
     for name, raw in schema_files().items():
+        if not (reference / name).exists():
+            continue  # Bundled later than the reference copy: its char count ties it upstream.
         assert (reference / name).read_bytes() == raw, f"{name} differs from {reference}"
+        compared += 1
+    assert compared >= 11
     shared_fixtures = reference.parent / "fixtures"
     for fixture in FIXTURES.glob("*.json"):
         assert (shared_fixtures / fixture.name).read_bytes() == fixture.read_bytes()

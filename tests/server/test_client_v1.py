@@ -111,7 +111,7 @@ def test_errors_reach_the_client_as_envelopes(serve: Any) -> None:
     with pytest.raises(WopError) as missing:
         client.runs_get("no-such-run")
     assert missing.value.status == 404
-    assert missing.value.envelope.error == "RUN_NOT_FOUND"
+    assert missing.value.envelope.error == "run_not_found"
     with pytest.raises(WopError) as unknown:
         client.runs_create(CreateRunRequest(workflowId="no-such-council"))
     assert unknown.value.status == 404

@@ -33,8 +33,8 @@ def test_bad_requests_get_the_envelope(serve: Any) -> None:
          None, 400, "validation_error"),
         ("POST", "/v1/runs", {"workflowId": "desk", "metadata": {"x": "y" * 400}}, None, 413,
          "payload_too_large"),
-        ("GET", "/v1/runs/nope", None, None, 404, "RUN_NOT_FOUND"),
-        ("GET", "/v1/runs/nope/events", None, None, 404, "RUN_NOT_FOUND"),
+        ("GET", "/v1/runs/nope", None, None, 404, "run_not_found"),
+        ("GET", "/v1/runs/nope/events", None, None, 404, "run_not_found"),
         ("GET", "/v1/workflows/nope", None, None, 404, "workflow_not_found"),
         ("POST", f"/v1/runs/{run_id}/interrupts/room:chat", {"resumeValue": 5}, None, 400,
          "validation_error"),
@@ -48,8 +48,9 @@ def test_bad_requests_get_the_envelope(serve: Any) -> None:
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": -1}, None, 400, "validation_error"),
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": 0}, None, 400, "validation_error"),
         ("DELETE", f"/v1/runs/{run_id}", None, None, 405, "method_not_allowed"),
-        ("GET", "/runs", None, None, 400, "validation_error"),
-        ("GET", "/v1/runs/x/events/poll?timeout=500", None, None, 404, "RUN_NOT_FOUND"),
+        ("GET", "/runs", None, None, 405, "method_not_allowed"),  # v2: POST /runs exists.
+        ("GET", "/nowhere", None, None, 400, "validation_error"),
+        ("GET", "/v1/runs/x/events/poll?timeout=500", None, None, 404, "run_not_found"),
         ("GET", f"/v1/runs/{run_id}/events/poll?timeout=500", None, None, 400,
          "validation_error"),
     ]
@@ -72,8 +73,9 @@ def test_refused_turns_are_422_and_append_nothing(serve: Any) -> None:
     refused = [
         ({"role": "agent", "speakerId": "host:conformance-intruder",
           "content": {"text": "let me in"}}, "conversation_speaker_not_participant"),
+        # RFC 0101 §Spec item 2: an unattributed agent turn is a validation_error.
         ({"operation": "exchange", "turn": {"role": "agent", "content": {"text": "anon"}}},
-         "conversation_speaker_not_participant"),
+         "validation_error"),
         ({"role": "agent", "speakerId": "host:bot", "content": {"text": "as the bot"}},
          "validation_error"),
         ({"role": "agent", "speakerId": "host:visitor", "content": {"text": "wrong role"}},
@@ -83,6 +85,8 @@ def test_refused_turns_are_422_and_append_nothing(serve: Any) -> None:
     for resume, code in refused:
         status, body, _ = served.request("POST", path, {"resumeValue": resume})
         assert (status, body["error"]) == (422, code), (resume, body)
+        if code == "conversation_speaker_not_participant":
+            assert body["details"]["speakerId"] == resume["speakerId"]
         page = served.request("GET", f"/v1/runs/{run_id}/events")[1]
         assert page["lastEventSeq"] == last and page["runStatus"] == "waiting-input"
     status, body, _ = served.request("POST", path, {"resumeValue": {
@@ -100,11 +104,15 @@ def test_idempotent_run_creation_and_turns(serve: Any) -> None:
     first = served.request("POST", "/v1/runs", {"workflowId": "desk"}, headers=key)
     again = served.request("POST", "/v1/runs", {"workflowId": "desk"}, headers=key)
     assert first[0] == again[0] == 201 and first[1] == again[1]
+    # The replay says so (rest-endpoints.md); the first answer does not.
+    assert {k.lower() for k in again[2]} >= {"openwop-idempotent-replay"}
+    assert "openwop-idempotent-replay" not in {k.lower() for k in first[2]}
     run_id = first[1]["runId"]
     assert _runs(served) == [run_id]
     other = served.request("POST", "/v1/runs", {"workflowId": "desk", "inputs": {"task": "X"}},
                            headers=key)
-    assert (other[0], other[1]["error"]) == (422, "idempotency_key_reused")
+    assert (other[0], other[1]["error"]) == (409, "idempotency_key_mismatch")
+    assert "runId" not in other[1]  # idempotency.md: no cached body on a mismatch.
     served.wait_status(run_id, "waiting-input")
     turn = {"resumeValue": {"content": {"text": "Only once, @bot", "mentions": ["bot"]}}}
     path = f"/v1/runs/{run_id}/interrupts/room:chat"

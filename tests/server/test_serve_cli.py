@@ -69,5 +69,5 @@ def test_a_council_too_large_for_the_host_is_refused_at_creation(serve: Any,
                        f'script = [{{ summary = "ok" }}]\n' for m in "abc"))
     served = serve(big, args=("--max-participants", "2"))
     status, body, _ = served.request("POST", "/v1/runs", {"workflowId": "big"})
-    assert (status, body["error"]) == (422, "validation_error")
-    assert "maxParticipants" in body["message"]
+    assert (status, body["error"]) == (422, "conversation_roster_exceeded")
+    assert "maxParticipants" in body["message"] and body["details"]["maxParticipants"] == 2

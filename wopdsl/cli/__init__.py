@@ -69,16 +69,19 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         return exc.code if isinstance(exc.code, int) else 2
     ctx = Context(store_arg=args.store, out=out, err=err, debug=bool(args.debug))
     try:
+        if getattr(args, "otel", False):
+            _enable_tracing()
         code: int = args.func(ctx, args)
         return code
     except WopError as exc:
         if args.debug:
             traceback.print_exc(file=err)
-        if getattr(args, "json", False) and isinstance(exc, DeclarationError):
-            # --json promises one JSON document on stdout, an invalid file included.
-            from wopdsl.cli._output import invalid_json, print_json
+        if getattr(args, "json", False):
+            # --json promises one JSON document on stdout, every error included.
+            from wopdsl.cli._output import error_json, invalid_json, print_json
 
-            print_json(invalid_json(exc), out)
+            print_json(invalid_json(exc) if isinstance(exc, DeclarationError)
+                       else error_json(exc, run_id=ctx.run_id), out)
         print(exc.render(), file=err, flush=True)
         return exit_code_for_error(exc)
     except KeyboardInterrupt:
@@ -103,6 +106,17 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         return EXIT_FAILED
     finally:
         ctx.close()
+
+
+def _enable_tracing() -> None:
+    """``--otel``: export runs' spans live (refused clearly when the extra is missing)."""
+    from wopdsl.cli._output import CommandError
+    from wopdsl.projections.trace import OTEL_MISSING, enable, otel_installed
+
+    if not otel_installed():
+        raise CommandError("OTEL_MISSING", OTEL_MISSING,
+                           hint="install it, or leave --otel out")
+    enable()
 
 
 def _interrupted(run_id: str | None, store_flag: str, out: TextIO, err: TextIO, *,

@@ -261,16 +261,18 @@ def cmd_check(ctx: Context, args: argparse.Namespace) -> int:
     events = store.read(args.run)
     try:
         from wopdsl.protocol.check import check_events
+        from wopdsl.protocol.check_v2 import check_events_v2
     except ModuleNotFoundError as exc:  # pragma: no cover - jsonschema is a dependency.
         raise CommandError("CHECK_UNAVAILABLE", f"wop check needs {exc.name}",
                            hint="pip install 'wopdsl[conformance]'") from None
-    violations = check_events(events)
+    violations = check_events_v2(events) if args.v2 else check_events(events)
+    version = "v2" if args.v2 else "v1"
     if args.json:
         print_json({"runId": args.run, "events": len(events), "valid": not violations,
                     "violations": [{"sequence": v.sequence, "type": v.type, "check": v.check,
                                     "message": v.message} for v in violations]}, ctx.out)
     elif not violations:
-        print(f"ok: run {args.run}: {len(events)} events valid (OpenWOP v1 schemas, "
+        print(f"ok: run {args.run}: {len(events)} events valid (OpenWOP {version} schemas, "
               "RFC 0005/0101 conversation rules)", file=ctx.out, flush=True)
     else:
         shown = violations[: args.max]

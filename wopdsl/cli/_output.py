@@ -164,6 +164,22 @@ def invalid_json(error: DeclarationError) -> dict[str, Any]:
         "hint": first["hint"] or error.hint, "problems": problems}}
 
 
+def error_json(error: WopError, *, run_id: str | None = None) -> dict[str, Any]:
+    """Return ``{runId?, status: "error", error: {code, message, hint?, details?}}``.
+
+    ``code`` is the error's OpenWOP wire code (``run_not_found``,
+    ``conversation_roster_exceeded`` ...), as the HTTP host answers it; the human text on
+    stderr keeps ``error[CODE]`` (DESIGN.md §10, docs/errors.md).
+    """
+    body: dict[str, Any] = {"code": error.wire_code, "message": error.message}
+    if error.hint:
+        body["hint"] = error.hint
+    if error.details:
+        body["details"] = dict(error.details)
+    doc: dict[str, Any] = {"runId": run_id} if run_id else {}
+    return {**doc, "status": "error", "error": body}
+
+
 def usage_text(usage: dict[str, Any]) -> str:
     """``1,234 tokens (1,000 in, 234 out), 3 calls, $0.0012`` for one usage summary."""
     text = (f"{usage['totalTokens']:,} tokens ({usage['inputTokens']:,} in, "

@@ -35,6 +35,7 @@ class _Commands:
 
 _commands = _Commands("wopdsl.cli._commands")
 _drive = _Commands("wopdsl.cli._drive")
+_inspect = _Commands("wopdsl.cli._inspect")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -126,18 +127,21 @@ def build_parser() -> argparse.ArgumentParser:
                     "error}) as JSON")
 
     cmd = add("run", _drive.cmd_run, "run a council, printing its transcript live")
+    otel_flag(cmd)
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
     cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
     _max_participants(cmd)
     _json_flag(cmd)
 
     cmd = add("resume", _drive.cmd_resume, "continue an interrupted or waiting run")
+    otel_flag(cmd)
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("council", metavar="FILE", nargs="?",
                      help="council file or MODULE:ATTR that re-binds python handlers")
     _json_flag(cmd)
 
     cmd = add("reply", _drive.cmd_reply, "post as the human member, then continue the run")
+    otel_flag(cmd)
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("text", metavar="TEXT", nargs="?", default=None,
                      help="the message; @member asks for a turn")
@@ -187,9 +191,32 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("--max", type=_at_least(1), default=20, metavar="N",
                      help="print at most N violations (default 20)")
+    cmd.add_argument("--v2", action="store_true",
+                     help="check the run as OpenWOP v2 serves it (tenant-bound runId, the v2 "
+                          "envelope schema) besides the log rules")
     _json_flag(cmd, "print {runId, events, valid, violations} as JSON")
 
+    cmd = add("diff", _inspect.cmd_diff, "compare two runs: transcripts per room, speaking "
+              "order, per-member work, outcome (exit 0 equal, 1 differ)")
+    cmd.add_argument("run_a", metavar="RUN_A", type=_run_id)
+    cmd.add_argument("run_b", metavar="RUN_B", type=_run_id)
+    cmd.add_argument("--store-b", metavar="STORE",
+                     help="the store that holds RUN_B (default: the same as RUN_A's)")
+    _json_flag(cmd, "print the comparison as JSON (see docs/guides/diff.md)")
+
+    cmd = add("trace", _inspect.cmd_trace, "export a run's OpenTelemetry spans to an OTLP "
+              "endpoint (needs the otel extra)")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("--endpoint", metavar="URL",
+                     help="OTLP/HTTP traces URL (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
+                          "$OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, else "
+                          "http://localhost:4318/v1/traces)")
+    cmd.add_argument("--tree", action="store_true",
+                     help="print the span tree instead of exporting it")
+    _json_flag(cmd, "print {runId, traceId, spans, endpoint} as JSON")
+
     cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")
+    otel_flag(cmd)
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
@@ -197,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve(sub, common, _at_least)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
+    otel_flag(cmd)
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("--from", dest="from_", type=_sequence, required=True, metavar="SEQ")
     cmd.add_argument("--mode", choices=("replay", "branch"), default="branch")
@@ -205,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="council file or MODULE:ATTR that re-binds python handlers")
     _json_flag(cmd)
     return parser
+
+
+def otel_flag(cmd: argparse.ArgumentParser) -> None:
+    """``--otel``: export the run's spans live (see docs/guides/observability.md)."""
+    cmd.add_argument("--otel", action="store_true",
+                     help="export OpenTelemetry spans live to $OTEL_EXPORTER_OTLP_ENDPOINT "
+                          "(default http://localhost:4318; needs the otel extra)")
 
 
 def _max_participants(cmd: argparse.ArgumentParser) -> None:

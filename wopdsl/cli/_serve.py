@@ -47,8 +47,14 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      default=256 * 1024, help="largest request body (413 beyond)")
     cmd.add_argument("--keepalive", type=float, metavar="SECONDS", default=15.0,
                      help="seconds between SSE keep-alive comments (at most 15)")
+    cmd.add_argument("--conformance", action="store_true",
+                     help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
+                          "and the multi-party test seam; without PATH, only them")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
+    cmd.add_argument("--otel", action="store_true",
+                     help="export the runs' OpenTelemetry spans live to "
+                          "$OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
 
 
 def discover(paths: list[str]) -> list[Council]:
@@ -112,16 +118,22 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
                         max_participants=args.max_participants)
     except ValueError as exc:
         raise ValidationError(str(exc), hint="see `wop serve --help`") from None
-    councils = discover(args.paths)
+    councils = [] if args.conformance and not args.paths else discover(args.paths)
     store = ctx.store()
-    app = create_app(store, councils, tokens=tokens, limits=limits)
+    app = create_app(store, councils, tokens=tokens, limits=limits,
+                     conformance=args.conformance)
     import logging
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
                         "%(message)s")
-    names = ", ".join(c.id for c in councils)
+    ids = [c.id for c in councils]
+    if args.conformance:
+        from wopdsl.server.conformance import FIXTURES
+
+        ids += FIXTURES
+    names = ", ".join(ids)
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
-    print(f"wop serve: {len(councils)} council(s) [{names}], store {ctx.store_shown}, "
+    print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_shown}, "
           f"auth: {auth}", file=ctx.err, flush=True)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
                             lifespan="on", timeout_graceful_shutdown=5)

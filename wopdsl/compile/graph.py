@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.templates import Renderer
-from wopdsl.errors import ValidationError
+from wopdsl.errors import RosterExceeded
 from wopdsl.model.spec import CouncilSpec, MemberSpec
 
 __all__ = ["CompiledMember", "CompiledRoom", "Compiles", "CouncilGraph"]
@@ -114,15 +114,19 @@ class CouncilGraph:
         """Refuse a room with more agent participants than the host allows (RFC 0101).
 
         Raises:
-            ValidationError: a room's roster exceeds ``max_participants``.
+            RosterExceeded: a room's roster exceeds ``max_participants`` (a
+                ``ValidationError`` whose wire code is ``conversation_roster_exceeded``).
         """
         for room_id in self.rooms:
-            count = len(self.participants(room_id))
+            roster = self.participants(room_id)
+            count = len(roster)
             if count > max_participants:
-                raise ValidationError(
+                raise RosterExceeded(
                     f"room '{room_id}' has {count} participants; this host allows at most "
                     f"{max_participants} (multiPartyConversation.maxParticipants)",
                     hint="split the room, or raise --max-participants",
+                    details={"maxParticipants": max_participants, "roomId": room_id,
+                             "participants": count},
                 )
 
     def unbound(self) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._results import post_problem
-from wopdsl.errors import ValidationError
+from wopdsl.errors import SpeakerNotParticipant, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.protocol.payloads import agent_ref
@@ -133,7 +133,8 @@ def _speaker(graph: CouncilGraph, turn: dict[str, Any], member: str | None) -> s
         raise _refuse(f"speakerId must be 'host:<member>' (got {speaker!r})")
     named = speaker[5:]
     if named not in graph.members:
-        raise _refuse(f"speakerId {speaker!r} names no member of this council")
+        raise SpeakerNotParticipant(f"speakerId {speaker!r} names no member of this council",
+                                    hint=_HINT, details={"speakerId": speaker})
     if member is not None and member != named:
         raise _refuse(f"speakerId {speaker!r} does not match --as {member}")
     return named
@@ -208,8 +209,11 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
     if turn is not None:
         _check_from(turn, member, expected)
         if compiled.external and member not in graph.participants(room_id):
-            raise _refuse(f"speaker {agent_ref(member)} is not a participant of room "
-                          f"'{room_id}'")
+            raise SpeakerNotParticipant(
+                f"speaker {agent_ref(member)} is not a participant of room '{room_id}'",
+                hint=_HINT, details={"speakerId": agent_ref(member),
+                                     "participants": [agent_ref(m) for m in
+                                                      graph.participants(room_id)]})
     room = graph.rooms[room_id]
     if member not in room.member_set:
         raise _refuse(f"{member} is not a member of room '{room_id}' ({', '.join(room.members)})",

@@ -26,6 +26,7 @@ from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
+from wopdsl.server.v2 import V2Api, VersionNegotiation
 
 __all__ = ["create_app"]
 
@@ -37,7 +38,7 @@ CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
 
 def create_app(store: str | os.PathLike[str] | EventStore | None = None,
                councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
-               limits: Limits | None = None) -> Starlette:
+               limits: Limits | None = None, conformance: bool = False) -> Starlette:
     """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
 
     On startup the app resumes the unfinished runs of its councils that it can claim; on
@@ -49,6 +50,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         tokens: Bearer tokens by principal (``Tokens`` or ``{principal: token}``); without
             any, every caller is the principal ``local`` — serve such an app on loopback only.
         limits: Body size, run and subscriber caps, keep-alive interval (see ``Limits``).
+        conformance: Also serve the OpenWOP conformance fixtures (advertised in discovery
+            ``fixtures[]``) and the multi-party test seam (:mod:`wopdsl.server.conformance`).
 
     Returns:
         A Starlette app; ``app.state.host`` is its :class:`~wopdsl.server.host.Host`.
@@ -62,7 +65,17 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         tokens = Tokens(dict(tokens or {}))
     st = open_store(store)
     served = councils.values() if isinstance(councils, Mapping) else councils
-    host = Host(st, [c if isinstance(c, Council) else load(Path(c)) for c in served], limits)
+    loaded = [c if isinstance(c, Council) else load(Path(c)) for c in served]
+    extra: list[Route] = []
+    if conformance:  # OpenWOP conformance fixtures and test seam (docs/openwop.md).
+        from wopdsl.server.conformance import FIXTURES, fixture_councils
+        from wopdsl.server.conformance.seam import MultiPartySeam
+
+        loaded += fixture_councils()
+    host = Host(st, loaded, limits)
+    if conformance:
+        host.fixtures = frozenset(FIXTURES)
+        extra = MultiPartySeam(host).routes()
     feeds = Feeds(st, limits)
     api = Api(host, feeds, tokens)
 
@@ -78,7 +91,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             await host.stop()
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in [*api.routes(), *page_routes()]]
+              for r in [*V2Api(api).routes(), *api.routes(), *extra, *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,
@@ -86,6 +99,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
     app.state.host = host
     app.state.api = api
     app.add_middleware(BearerAuth, tokens=tokens)
+    app.add_middleware(VersionNegotiation)  # Outermost: the contract before anything else.
     return app
 
 

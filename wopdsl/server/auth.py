@@ -17,10 +17,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import envelope
 from wopdsl.server.page import is_page_path
+from wopdsl.server.v2.negotiate import major_of
 
 __all__ = ["LOCAL_PRINCIPAL", "PUBLIC_PATHS", "BearerAuth"]
 
-PUBLIC_PATHS: Final = frozenset({"/.well-known/openwop", "/v1/openapi.json"})
+PUBLIC_PATHS: Final = frozenset({"/.well-known/openwop", "/v1/openapi.json", "/openapi.json"})
 """Paths served without a token."""
 
 LOCAL_PRINCIPAL: Final = "local"
@@ -46,7 +47,8 @@ class BearerAuth:
             return
         state = scope.setdefault("state", {})
         if scope["path"] in PUBLIC_PATHS or (scope["method"] == "GET" and
-                                             is_page_path(scope["path"])):
+                                             is_page_path(scope["path"]) and
+                                             major_of(scope) != 2):  # v2 API: GET /runs/{id}
             state["principal"] = None
         elif not self.tokens:
             state["principal"] = LOCAL_PRINCIPAL

@@ -21,7 +21,7 @@ class ApiError(Exception):
 
     Args:
         status: The HTTP status.
-        code: The envelope's ``error`` code (``validation_error``, ``RUN_NOT_FOUND`` ...).
+        code: The envelope's ``error`` code (``validation_error``, ``run_not_found`` ...).
         message: What went wrong, for a person.
         details: Machine-readable specifics (field paths, limits, hints).
         headers: Extra response headers (``Retry-After``, ``WWW-Authenticate``).
@@ -57,15 +57,15 @@ def from_wop_error(exc: WopError, *, refused_turn: bool = False) -> ApiError:
         exc: The error.
         refused_turn: The error refused a turn sent to a waiting run (422, not 400).
     """
-    details: dict[str, Any] = {}
+    details: dict[str, Any] = dict(exc.details)
     if exc.hint:
         details["hint"] = exc.hint
     if isinstance(exc, RunNotFound):
-        return ApiError(404, "RUN_NOT_FOUND", exc.message, details)
+        return ApiError(404, exc.wire_code, exc.message, details)
     if isinstance(exc, StoreConflict):
         return ApiError(409, "STORE_CONFLICT", exc.message, details)
     if isinstance(exc, ValidationError):
-        return ApiError(422 if refused_turn else 400, "validation_error", exc.message, details)
+        return ApiError(422 if refused_turn else 400, exc.wire_code, exc.message, details)
     if isinstance(exc, DeclarationError):
         details["problems"] = [
             {"message": p.message, "path": p.path, **({"hint": p.hint} if p.hint else {})}

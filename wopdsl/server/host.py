@@ -55,6 +55,8 @@ class Host:
                 if council.id in self.councils:
                     raise ValueError(f"two councils have the id {council.id!r}")
                 self.councils[council.id] = council
+        self.fixtures: frozenset[str] = frozenset()
+        """Served councils that are OpenWOP conformance fixtures (``wop serve --conformance``)."""
         self._runs: dict[str, Run] = {}
         self._supervisors: dict[str, asyncio.Task[None]] = {}
         self._wakes: dict[str, asyncio.Event] = {}
@@ -117,13 +119,13 @@ class Host:
         """Return the handle on ``run_id`` (python handlers bound when its council is served).
 
         Raises:
-            ApiError: 404 ``RUN_NOT_FOUND``.
+            ApiError: 404 ``run_not_found``.
         """
         run = self._runs.get(run_id)
         if run is not None:
             return run
         if not self.store.exists(run_id):
-            raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found",
+            raise ApiError(404, "run_not_found", f"run {run_id} not found",
                            {"runId": run_id})
         handle = attach(self.store, run_id)
         state = handle.state

@@ -1,7 +1,7 @@
 """``Idempotency-Key``: a retried POST gets the first answer instead of acting twice.
 
 Keys are scoped to the caller (its principal) and the endpoint; the request body is
-fingerprinted so the same key with a different body is refused (422) rather than answered
+fingerprinted so the same key with a different body is refused (409) rather than answered
 with an unrelated result. Concurrent retries wait for the first attempt. Answers are kept
 in a bounded LRU in memory; run creation is also durable across restarts, because the run
 id is derived from the key (see :func:`run_id_for_key`).
@@ -67,13 +67,17 @@ class IdempotencyCache:
         self._locks: dict[tuple[str, ...], tuple[asyncio.Lock, list[int]]] = {}
         """Per scope in use: its lock and how many requests use it."""
 
+    def has(self, scope: tuple[str, ...]) -> bool:
+        """Whether an answer for ``scope`` is remembered (a retry will replay it)."""
+        return scope in self._answers
+
     async def run(self, scope: tuple[str, ...], print_: str,
                   act: Callable[[], Awaitable[tuple[int, dict[str, Any]]]]
                   ) -> tuple[int, dict[str, Any]]:
         """Answer from the cache, or ``act()`` once and remember a successful answer.
 
         Raises:
-            ApiError: 422 ``idempotency_key_reused`` for the same key with another body;
+            ApiError: 409 ``idempotency_key_mismatch`` for the same key with another body;
                 whatever ``act`` raises (errors are not remembered: a retry tries again).
         """
         lock, users = self._locks.setdefault(scope, (asyncio.Lock(), [0]))
@@ -88,7 +92,7 @@ class IdempotencyCache:
                         self._answers.popitem(last=False)
                     return status, body
                 if stored.fingerprint != print_:
-                    raise ApiError(422, "idempotency_key_reused",
+                    raise ApiError(409, "idempotency_key_mismatch",
                                    "this Idempotency-Key was used with a different request body",
                                    {"hint": "use a new key for a new request"})
                 self._answers.move_to_end(scope)

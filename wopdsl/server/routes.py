@@ -11,6 +11,7 @@ from starlette.routing import Route
 from wopdsl import CouncilSpec, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
+from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
@@ -21,6 +22,9 @@ from wopdsl.server.openapi import openapi_document
 from wopdsl.server.turns import resolve_speaker, room_of
 
 __all__ = ["Api"]
+
+REPLAY_HEADER = {"OpenWOP-Idempotent-Replay": "true"}
+"""Marks an answer served from the Idempotency-Key cache (rest-endpoints.md)."""
 
 _CREATE_KEYS = {"workflowId", "inputs", "metadata", "tags", "tenantId", "scopeId",
                 "callbackUrl", "configurable"}
@@ -60,14 +64,16 @@ class Api:
         doc = capabilities(self.limits.max_participants,
                            implementation={"name": "wopdsl", "version": __version__},
                            model_provenance=_has_llm_members(self.host))
-        doc.setdefault("protocolVersions", [PROTOCOL_VERSION])
+        doc["protocolVersions"] = ["1.0", "2.0"]  # v1 and v2 (wopdsl.server.v2).
         doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
+        if self.host.fixtures:
+            doc["fixtures"] = sorted(self.host.fixtures)
         return doc
 
     async def discovery(self, request: Request) -> Response:
-        """``GET /.well-known/openwop``."""
-        return JSONResponse(self.capabilities())
+        """``GET /.well-known/openwop`` (``Cache-Control``, ``ETag``; 304 on a match)."""
+        return cached_json(request, self.capabilities())
 
     async def openapi(self, request: Request) -> Response:
         """``GET /v1/openapi.json``."""
@@ -95,7 +101,7 @@ class Api:
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
-        task, metadata = _create_options(body)
+        task, metadata = _create_options(body, workflow_id in self.host.fixtures)
         key = request.headers.get("idempotency-key")
         principal = _principal(request)
 
@@ -112,8 +118,12 @@ class Api:
             check_key(key)
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
-            status, answer = await self.idempotency.run(
-                ("create", principal, key), fingerprint(raw), lambda: act(run_id))
+            scope = ("create", principal, key)
+            replay = self.idempotency.has(scope)
+            status, answer = await self.idempotency.run(scope, fingerprint(raw),
+                                                        lambda: act(run_id))
+            if replay:
+                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
     async def get_run(self, request: Request) -> Response:
@@ -203,8 +213,7 @@ class Api:
             raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
                            {"hint": "this host serves POST /v1/runs/{runId}:fork"})
         raw = await read_body(request, self.limits.max_body_bytes)
-        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"},
-                           required={"fromSeq"})
+        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"})
         mode = body.get("mode", "branch")
         if mode not in ("branch", "replay"):
             raise ApiError(400, "validation_error", "mode must be 'branch' or 'replay'",
@@ -212,8 +221,9 @@ class Api:
         if body.get("runOptionsOverlay"):
             raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
                            {"field": "runOptionsOverlay"})
-        from_seq = want_int(body["fromSeq"], "fromSeq", low=0)
         self.host.open(run_id)  # 404 first.
+        from_seq = want_int(body["fromSeq"], "fromSeq", low=0) if "fromSeq" in body \
+            else _first_turn_cut(self.host.store, run_id)
         if self.host.active >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
@@ -228,6 +238,12 @@ class Api:
                              "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
 
 
+def _first_turn_cut(store: Any, run_id: str) -> int:
+    """A fork's default ``fromSeq``: just after the rooms opened (every turn runs again)."""
+    return max((e["sequence"] for e in store.read(run_id)
+                if e["type"] == "conversation.opened"), default=0)
+
+
 def _principal(request: Request) -> str:
     return str(request.scope.get("state", {}).get("principal") or "")
 
@@ -238,7 +254,8 @@ def _council_spec(run: Any) -> Any:
     return CouncilSpec.model_validate(run.state.council)
 
 
-def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+def _create_options(body: dict[str, Any], fixture: bool = False
+                    ) -> tuple[str | None, dict[str, Any] | None]:
     for unsupported in ("callbackUrl", "configurable"):
         if body.get(unsupported):
             raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
@@ -247,11 +264,15 @@ def _create_options(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] | 
     if not isinstance(inputs, dict):
         raise ApiError(400, "validation_error", "inputs must be an object", {"field": "inputs"})
     unknown = sorted(set(inputs) - {"task"})
-    if unknown:
+    if unknown and not fixture:
         raise ApiError(400, "validation_error",
                        f"unknown input(s): {', '.join(unknown)}; a council takes only 'task'",
                        {"field": "inputs", "fields": unknown})
     task = want_str(inputs, "task", optional=True, max_len=100_000) if inputs else None
+    if fixture:  # A conformance fixture's inputs become its task (docs/openwop.md).
+        from wopdsl.server.conformance import fixture_task
+
+        task = fixture_task(str(body["workflowId"]), inputs) or task
     metadata: dict[str, Any] = {}
     if body.get("metadata") is not None:
         if not isinstance(body["metadata"], dict):

@@ -10,7 +10,7 @@ with a comment saying so, and reconnects with ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, cast
 
 from starlette.requests import Request
@@ -42,17 +42,27 @@ def cursor_of(request: Request) -> int:
     return -1 if raw is None else want_int(raw, "lastSequence", low=-1)
 
 
-def stream(feeds: Feeds, run_id: str, after: int) -> Response:
-    """Return the SSE response (registers the subscriber first: 503 when full)."""
+def stream(feeds: Feeds, run_id: str, after: int,
+           data: Callable[[Frame], bytes] | None = None) -> Response:
+    """Return the SSE response (registers the subscriber first: 503 when full).
+
+    ``data`` renders a frame's ``data:`` line (default: the stored ``RunEventDoc``; the v2
+    API binds its run id).
+    """
     subscriber = feeds.subscribe(run_id)
     return StreamingResponse(
-        _frames(subscriber, after, feeds.limits.keepalive_s),
+        _frames(subscriber, after, feeds.limits.keepalive_s, data or _stored),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
                  "Connection": "keep-alive"})
 
 
-async def _frames(subscriber: Subscriber, after: int, keepalive: float) -> AsyncIterator[bytes]:
+def _stored(frame: Frame) -> bytes:
+    return frame.data
+
+
+async def _frames(subscriber: Subscriber, after: int, keepalive: float,
+                  data: Callable[[Frame], bytes]) -> AsyncIterator[bytes]:
     try:
         yield b"retry: 1000\n\n"
         async for batch in subscriber.batches(after, idle=keepalive):
@@ -60,7 +70,7 @@ async def _frames(subscriber: Subscriber, after: int, keepalive: float) -> Async
                 yield b": keepalive\n\n"
             else:
                 yield b"".join(b"id: %d\nevent: %s\ndata: %s\n\n" % (
-                    frame.sequence, frame.type.encode(), frame.data) for frame in batch)
+                    frame.sequence, frame.type.encode(), data(frame)) for frame in batch)
         if subscriber.dropped:
             yield _DROPPED
     finally:
@@ -116,4 +126,4 @@ def _ended(store: EventStore, run_id: str) -> bool:
 def check_run(store: EventStore, run_id: str) -> None:
     """404 unless the run exists."""
     if not store.exists(run_id):
-        raise ApiError(404, "RUN_NOT_FOUND", f"run {run_id} not found", {"runId": run_id})
+        raise ApiError(404, "run_not_found", f"run {run_id} not found", {"runId": run_id})

@@ -34,13 +34,17 @@ class Speaker:
 
 
 def room_of(state: CouncilState, node_id: str) -> str:
-    """Return the room of node ``room:<id>``.
+    """Return the room of node ``room:<id>`` (also named by the bare room id).
+
+    The bare id is the gate's node id in the published conformance fixtures
+    (``conformance-multi-party-council``'s gate is ``convo``); events name the node
+    ``room:<id>`` (DESIGN.md §7).
 
     Raises:
         ApiError: 404 ``interrupt_not_found`` for any other node.
     """
     room = node_id.removeprefix("room:")
-    if not node_id.startswith("room:") or room not in state.rooms:
+    if room not in state.rooms:
         raise ApiError(404, "interrupt_not_found",
                        f"run {state.run_id} has no interrupt at node {node_id!r}",
                        {"nodeId": node_id,
@@ -83,9 +87,9 @@ def resolve_speaker(state: CouncilState, members: dict[str, MemberSpec], room: s
                 member not in roster:
             raise _refused("conversation_speaker_not_participant",
                            f"speakerId {speaker_id!r} is not a participant of room '{room}'",
-                           room, roster)
+                           room, roster, speaker_id=speaker_id)
     elif role == "agent":
-        raise _refused("conversation_speaker_not_participant",
+        raise _refused("validation_error",
                        "an agent turn must carry the speakerId of a room participant", room,
                        roster)
     else:
@@ -117,6 +121,10 @@ def _only_human(state: CouncilState, members: dict[str, MemberSpec], room: str,
                    "speaks with turn.speakerId = 'host:<member>'", room, roster)
 
 
-def _refused(code: str, message: str, room: str, roster: list[str]) -> ApiError:
-    return ApiError(422, code, message, {"nodeId": f"room:{room}",
-                                         "participants": [f"host:{m}" for m in roster]})
+def _refused(code: str, message: str, room: str, roster: list[str], *,
+             speaker_id: Any = None) -> ApiError:
+    details: dict[str, Any] = {"nodeId": f"room:{room}",
+                               "participants": [f"host:{m}" for m in roster]}
+    if speaker_id is not None:
+        details["speakerId"] = speaker_id
+    return ApiError(422, code, message, details)

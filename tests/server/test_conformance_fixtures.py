@@ -1,0 +1,159 @@
+"""`wop serve --conformance`: the OpenWOP conformance fixtures and the multi-party seam.
+
+A real `wop serve` on loopback. Each test holds one rule of `conformance/fixtures.md` (or of
+the scenario that uses the fixture) with its positive and negative case.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.server.conftest import COUNCILS, Served
+
+FIXTURES = {"conformance-noop", "conformance-idempotent", "conformance-delay",
+            "conformance-cancellable", "conformance-failure",
+            "conformance-conversation-lifecycle", "conformance-conversation-vs-clarification",
+            "conformance-conversation-replay", "conformance-multi-party-council",
+            "conformance-multi-party-council-oversize"}
+SEAM = "/v1/host/sample/conversation/multi-party"
+
+
+def _conformance(serve: Any) -> Served:
+    served: Served = serve(COUNCILS / "desk.toml", args=("--conformance",))
+    return served
+
+
+def _create(served: Served, workflow: str, **inputs: Any) -> str:
+    status, body, _ = served.request("POST", "/v1/runs",
+                                     {"workflowId": workflow, "inputs": inputs})
+    assert status == 201, body
+    return str(body["runId"])
+
+
+def test_discovery_advertises_the_fixtures_it_serves(serve: Any) -> None:
+    served = _conformance(serve)
+    doc = served.request("GET", "/.well-known/openwop", token=None)[1]
+    assert set(doc["fixtures"]) == FIXTURES and len(doc["fixtures"]) == len(FIXTURES)
+    workflows = {w["workflowId"] for w in served.request("GET", "/v1/workflows")[1]["workflows"]}
+    assert workflows == FIXTURES | {"desk"}  # Every advertised fixture is served.
+    plain = serve(COUNCILS / "desk.toml")
+    doc = plain.request("GET", "/.well-known/openwop", token=None)[1]
+    assert "fixtures" not in doc  # Negative: nothing advertised without --conformance.
+    status = plain.request("POST", f"{SEAM}/open", {"conversationId": "c",
+                                                     "participants": []})[0]
+    assert status == 404
+
+
+def test_noop_completes_and_failure_fails_with_a_structured_error(serve: Any) -> None:
+    served = _conformance(serve)
+    noop = served.wait_status(_create(served, "conformance-noop"), "completed", "failed")
+    assert noop["status"] == "completed" and "error" not in noop
+    failed = served.wait_status(_create(served, "conformance-failure"), "completed", "failed")
+    assert failed["status"] == "failed"
+    assert isinstance(failed["error"]["code"], str) and failed["error"]["message"]
+
+
+def test_delay_is_running_then_completes(serve: Any) -> None:
+    served = _conformance(serve)
+    run_id = _create(served, "conformance-delay", delayMs=1500)
+    assert served.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "running"
+    started = time.monotonic()
+    assert served.wait_status(run_id, "completed", timeout=10)["status"] == "completed"
+    assert time.monotonic() - started > 0.5  # It did wait.
+    for bad in (-1, 30_001, "1000", True):
+        status, body, _ = served.request("POST", "/v1/runs", {
+            "workflowId": "conformance-delay", "inputs": {"delayMs": bad}})
+        assert (status, body["details"]["field"]) == (400, "inputs.delayMs"), bad
+
+
+def test_cancellable_is_cancelled_mid_run(serve: Any) -> None:
+    served = _conformance(serve)
+    run_id = _create(served, "conformance-cancellable", delayMs=10_000)
+    served.wait_status(run_id, "running", timeout=5)
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}/cancel", {"reason": "test"})
+    assert status == 200 and body["status"] in ("cancelled", "cancelling")
+    assert served.wait_status(run_id, "cancelled", timeout=5)["status"] == "cancelled"
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}/cancel", {})
+    assert (status, body["status"]) == (200, "cancelled")  # Idempotent on a cancelled run.
+
+
+def test_idempotent_takes_a_nonce_and_refuses_other_inputs(serve: Any) -> None:
+    served = _conformance(serve)
+    key = {"Idempotency-Key": "fixture-1"}
+    body = {"workflowId": "conformance-idempotent", "inputs": {"nonce": "abc-123"}}
+    first = served.request("POST", "/v1/runs", body, headers=key)
+    replay = served.request("POST", "/v1/runs", body, headers=key)
+    assert first[0] == 201 and replay[1]["runId"] == first[1]["runId"]
+    conflict = served.request("POST", "/v1/runs", {**body, "inputs": {"nonce": "DIFFERENT"}},
+                              headers=key)
+    assert (conflict[0], conflict[1]["error"]) == (409, "idempotency_key_mismatch")
+    status, refused, _ = served.request("POST", "/v1/runs", {
+        "workflowId": "conformance-idempotent", "inputs": {"colour": "red"}})
+    assert (status, refused["details"]["fields"]) == (400, ["colour"])
+    status, refused, _ = served.request("POST", "/v1/runs", {
+        "workflowId": "desk", "inputs": {"nonce": "x"}})
+    assert status == 400  # A council that is no fixture still takes only `task`.
+
+
+def test_conversation_fixtures_open_exchange_close_and_replay(serve: Any) -> None:
+    served = _conformance(serve)
+    for fixture in ("conformance-conversation-lifecycle",
+                    "conformance-conversation-vs-clarification"):
+        run_id = _create(served, fixture)
+        assert served.wait_status(run_id, "completed", "failed")["status"] == "completed"
+        events = served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
+        kinds = [e["type"] for e in events]
+        conversation = [e for e in events if e["type"].startswith("conversation.")]
+        assert {"conversation.opened", "conversation.exchanged", "conversation.closed"} <= \
+            set(kinds)
+        assert len({e["payload"]["conversationId"] for e in conversation}) == 1
+        closed = kinds.index("conversation.closed")
+        assert "conversation.exchanged" not in kinds[closed:]
+        assert not [k for k in kinds if k.startswith("clarification.")]
+    source = _create(served, "conformance-conversation-replay")
+    channels = served.wait_status(source, "completed")["channels"]
+    status, fork, _ = served.request("POST", f"/v1/runs/{source}:fork", {"mode": "replay"})
+    assert status == 201 and fork["mode"] == "replay", fork
+    forked = served.wait_status(fork["runId"], "completed", "failed")
+    assert forked["status"] == "completed" and forked["channels"] == channels
+    status, body, _ = served.request("POST", f"/v1/runs/{source}:fork",
+                                     {"mode": "replay", "fromSeq": 10_000})
+    assert (status, body["error"]) == (400, "validation_error")  # Negative: out of range.
+
+
+def test_the_multi_party_seam_enforces_the_roster(serve: Any) -> None:
+    served = _conformance(serve)
+    roster = [{"agentId": f"host:advisor-{m}"} for m in ("cfo", "cmo", "cto")]
+    status, opened, _ = served.request("POST", f"{SEAM}/open",
+                                       {"conversationId": "q1", "participants": roster})
+    assert status == 200 and opened["status"] == "waiting-input", opened
+
+    def turn(speaker: str | None, index: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"messageId": f"q1:{index}:agent", "content": "A turn.",
+                                "ts": 1718900000000 + index, "role": "agent",
+                                "turnIndex": index}
+        if speaker is not None:
+            body |= {"from": speaker, "speakerId": speaker}
+        return {"conversationId": "q1", "turn": body}
+
+    status, body, _ = served.request("POST", f"{SEAM}/exchange", turn("host:advisor-cfo", 1))
+    assert status == 200 and body["messageId"], body
+    for refused, reason in ((turn(None, 2), "validation_error"),
+                            (turn("host:advisor-intruder", 3),
+                             "conversation_speaker_not_participant")):
+        status, body, _ = served.request("POST", f"{SEAM}/exchange", refused)
+        assert (status, body["error"], body["details"]["reason"]) == \
+            (422, "validation_error", reason), body
+    events = served.request("GET", f"/v1/runs/{opened['runId']}/events")[1]["events"]
+    assert [e["payload"]["turn"]["speakerId"] for e in events
+            if e["type"] == "conversation.exchanged"] == ["host:advisor-cfo"]
+    over = [{"agentId": f"host:advisor-{i}"} for i in range(33)]
+    status, body, _ = served.request("POST", f"{SEAM}/open",
+                                     {"conversationId": "big", "participants": over})
+    assert (status, body["error"]) == (422, "validation_error")
+    assert (body["details"]["maxParticipants"], body["details"]["reason"]) == \
+        (32, "conversation_roster_exceeded")
+    status, _, _ = served.request("POST", f"{SEAM}/exchange",
+                                  {"conversationId": "never", "turn": {}})
+    assert status == 404

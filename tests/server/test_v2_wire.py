@@ -1,0 +1,78 @@
+"""OpenWOP v2 beside v1 on a real `wop serve`: negotiation, tenant-bound ids, shapes, auth.
+
+Each rule (v2 versioning.md §1.3–§1.4, identity.md §5) with its positive and negative case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.server.conftest import ALICE, BOB, COUNCILS
+
+V2 = {"OpenWOP-Version": "2.0"}
+
+
+def _lower(headers: dict[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
+
+
+def test_the_header_selects_the_contract(serve: Any) -> None:
+    served = serve(COUNCILS / "desk.toml")
+    status, v1, h1 = served.request("GET", "/.well-known/openwop", token=None)
+    status2, v2, h2 = served.request("GET", "/.well-known/openwop", token=None, headers=V2)
+    assert (status, status2) == (200, 200)
+    assert v1["protocolVersions"] == v2["protocolVersions"] == ["1.0", "2.0"]
+    assert v1 != v2 and v2["multiPartyConversation"]["status"] == "stable"
+    assert "supported" not in v2["multiPartyConversation"]  # v2: the record is the claim.
+    assert {"capabilities", "profiles"}.isdisjoint(v2)
+    assert _lower(h1)["openwop-version"] == "1.0" and _lower(h2)["openwop-version"] == "2.0"
+    assert _lower(h1)["etag"] != _lower(h2)["etag"]
+    status, body, headers = served.request("GET", "/.well-known/openwop", token=None,
+                                           headers={"OpenWOP-Version": "9.0"})
+    assert (status, body["error"]) == (406, "protocol_version_unsupported")
+    assert body["details"]["protocolVersions"] == ["1.0", "2.0"]
+    status, body, _ = served.request("GET", "/v1/openapi.json", token=None, headers=V2)
+    assert (status, body["error"]) == (400, "protocol_version_mismatch")
+    status, body, headers = served.request("GET", "/v1/openapi.json", token=None,
+                                           headers={"OpenWOP-Version": "1.0"})
+    assert status == 200 and _lower(headers)["openwop-version"] == "1.0"
+    # Negative: the unversioned paths are v2 only.
+    status, body, _ = served.request("GET", "/openapi.json", token=None)
+    assert (status, body["error"]) == (400, "validation_error")
+    status, doc, _ = served.request("GET", "/openapi.json", token=None, headers=V2)
+    assert status == 200 and "/runs/{runId}/interrupts/{nodeId}" in doc["paths"]
+
+
+def test_runs_are_tenant_bound_and_readable_through_both_majors(serve: Any,
+                                                               tokens_file: Any) -> None:
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    status, created, _ = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)
+    assert status == 201 and created["runId"].startswith("alice/desk-")
+    _tenant, store_id = created["runId"].split("/")
+    assert created["statusUrl"] == f"/runs/alice~2F{store_id}"
+    snap = served.request("GET", created["statusUrl"], headers=V2)[1]
+    assert snap["runId"] == created["runId"] and snap["owner"]["tenant"] == "alice"
+    assert served.request("GET", f"/v1/runs/{store_id}")[1]["runId"] == store_id
+    # A run created through /v1 is read through /runs by its bare id (the overlap).
+    v1_id = served.request("POST", "/v1/runs", {"workflowId": "desk"})[1]["runId"]
+    assert served.request("GET", f"/runs/{v1_id}", headers=V2)[1]["runId"] == f"alice/{v1_id}"
+    page = served.request("GET", f"/runs/{v1_id}/events/poll", headers=V2)[1]
+    assert set(page) == {"runId", "events", "lastSequence", "status", "isTerminal"}
+    assert {e["runId"] for e in page["events"]} == {f"alice/{v1_id}"}
+    after = served.request("GET", f"/runs/{v1_id}/events/poll?afterSequence=2", headers=V2)[1]
+    assert [e["sequence"] for e in after["events"]][:1] == [3]
+    # Negative: another tenant's id is refused, and so is a caller without a token.
+    status, body, _ = served.request("GET", created["statusUrl"], headers=V2, token=BOB)
+    assert (status, body["error"]) == (403, "id_tenant_mismatch")
+    status, body, _ = served.request("GET", created["statusUrl"], headers=V2, token=None)
+    assert (status, body["error"]) == (401, "unauthorized")
+
+
+def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
+    served = serve(COUNCILS / "desk.toml")
+    run_id = served.request("POST", "/v1/runs", {"workflowId": "desk"})[1]["runId"]
+    status, page, _ = served.request("GET", f"/runs/{run_id}", token=None,
+                                           headers={"Accept": "text/html"})
+    assert status == 200 and "<html" in page.lower()
+    status, snap, _ = served.request("GET", f"/runs/{run_id}", headers=V2)
+    assert status == 200 and snap["owner"]["tenant"] == "local"

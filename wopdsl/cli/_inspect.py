@@ -1,0 +1,90 @@
+"""Private commands that look into stored runs from outside: ``wop diff`` and ``wop trace``."""
+
+from __future__ import annotations
+
+import argparse
+from urllib.parse import urlsplit, urlunsplit
+
+from wopdsl.cli._output import EXIT_FAILED, EXIT_OK, CommandError, print_json
+from wopdsl.cli._targets import Context
+from wopdsl.store import EventStore, describe_target, open_store, require_run
+
+
+def cmd_diff(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop diff RUN_A RUN_B [--store-b STORE]``: exit 0 when equal, 1 when they differ."""
+    from wopdsl.projections.diff import diff_runs
+
+    store_a = ctx.require_run(args.run_a, read_only=True)
+    store_b: EventStore = store_a
+    if args.store_b is not None:
+        store_b = open_store(args.store_b, create=False, read_only=True)
+    try:
+        if store_b is not store_a:
+            require_run(store_b, args.run_b, where=describe_target(args.store_b),
+                        runs=f"wop --store {describe_target(args.store_b)} runs")
+        else:
+            ctx.require_run(args.run_b, read_only=True)
+        diff = diff_runs(store_a.read(args.run_a), store_b.read(args.run_b))
+    finally:
+        if store_b is not store_a:
+            store_b.close()
+    if args.json:
+        print_json(diff.to_json(), ctx.out)
+    else:
+        ctx.out.write(diff.text())
+        ctx.out.flush()
+    return EXIT_OK if diff.equal else EXIT_FAILED
+
+
+def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
+    """``wop trace RUN``: export the run's spans to an OTLP endpoint (or print them)."""
+    from wopdsl.projections.trace import OTEL_MISSING, otel_installed
+
+    store = ctx.require_run(args.run, read_only=True)
+    if not otel_installed():
+        raise CommandError("OTEL_MISSING", OTEL_MISSING,
+                           hint="the OpenTelemetry SDK and OTLP exporter ship as an extra")
+    from wopdsl.projections.trace.derive import TraceProjection
+
+    projection = TraceProjection()
+    spans = [span for event in store.read(args.run) for span in projection.apply(event)]
+    spans.extend(projection.finish())
+    trace_hex = f"{projection.trace_id:032x}"
+    if args.tree:
+        from wopdsl.projections.trace.tree import render_tree
+
+        ctx.out.write(render_tree(spans))
+        ctx.out.flush()
+        return EXIT_OK
+    from wopdsl.projections.trace.otlp import SpanWriter
+
+    writer = SpanWriter(args.endpoint)
+    try:
+        writer.write(projection.trace_id, spans)
+        flushed = writer.flush()
+    finally:
+        writer.close()
+    endpoint = _shown(writer.endpoint)
+    if not flushed or writer.exporter.failed:
+        raise CommandError(
+            "TRACE_EXPORT_FAILED", f"the OTLP endpoint {endpoint} did not take the "
+            f"{len(spans)} spans of run {args.run}",
+            hint="check that a collector listens there (OTEL_EXPORTER_OTLP_ENDPOINT or "
+                 "--endpoint) and its headers (OTEL_EXPORTER_OTLP_HEADERS)",
+            exit_code=EXIT_FAILED)
+    if args.json:
+        print_json({"runId": args.run, "traceId": trace_hex, "spans": len(spans),
+                    "endpoint": endpoint}, ctx.out)
+    else:
+        print(f"exported {len(spans)} spans of run {args.run} (trace {trace_hex}) to "
+              f"{endpoint}", file=ctx.out, flush=True)
+    return EXIT_OK
+
+
+def _shown(url: str) -> str:
+    """``url`` fit to print: a password in it becomes ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

@@ -1,0 +1,59 @@
+"""The v2 shapes of what the v1 host answers: discovery, run snapshot, events, pages.
+
+v2 keeps the v1 event envelope (``RunEventDoc``: ``eventId, runId, type, payload,
+timestamp, sequence, schemaVersion`` plus ``nodeId``/``causationId``), with the run id
+tenant-bound; council events use types and payloads v2 kept (``run.*``, ``node.*``,
+``interrupt.*``, ``conversation.*``, ``replay.diverged``). The discovery root is closed:
+version metadata plus one record per capability family (``{status, since, witness,
+…facets}``; presence of the record is the claim, RFC 0169 §A.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from wopdsl.server.v2.ids import bind, project
+from wopdsl.server.v2.negotiate import PROTOCOL_VERSIONS
+
+__all__ = ["discovery_v2", "event_v2", "run_url", "snapshot_v2"]
+
+_FAMILY: Final = {"status": "stable", "since": "2.0", "witness": "witnessable-gated"}
+_FAMILIES: Final = ("limits", "conversationPrimitive", "multiPartyConversation",
+                    "conversationTurnModelProvenance")
+_METADATA: Final = ("implementation", "fixtures")
+
+
+def discovery_v2(v1: dict[str, Any]) -> dict[str, Any]:
+    """The v2 representation of the v1 discovery document ``v1``."""
+    doc: dict[str, Any] = {"protocolVersions": list(PROTOCOL_VERSIONS),
+                           "preferredVersion": PROTOCOL_VERSIONS[0],
+                           "protocolVersion": PROTOCOL_VERSIONS[-1],
+                           "supportedEnvelopes": list(v1["supportedEnvelopes"]),
+                           "schemaVersions": dict(v1["schemaVersions"])}
+    doc |= {key: v1[key] for key in _METADATA if key in v1}
+    for family in _FAMILIES:
+        value = v1.get(family)
+        if value is True:
+            doc[family] = dict(_FAMILY)
+        elif isinstance(value, dict) and value.get("supported", True):
+            doc[family] = {**_FAMILY, **{k: v for k, v in value.items() if k != "supported"}}
+    return doc
+
+
+def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
+    """``/runs/<projected bound id><suffix>``."""
+    return f"/runs/{project(bind(tenant, run_id))}{suffix}"
+
+
+def event_v2(event: dict[str, Any], tenant: str) -> dict[str, Any]:
+    """A stored (v1) event as v2 carries it: the run id tenant-bound."""
+    return {**event, "runId": bind(tenant, str(event["runId"]))}
+
+
+def snapshot_v2(snapshot: dict[str, Any], tenant: str, principal: str) -> dict[str, Any]:
+    """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version."""
+    subject = {"issuer": "wopdsl", "subjectId": principal, "tenant": tenant,
+               "lane": "interactive", "kind": "user"}
+    return {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
+            "owner": {"tenant": tenant, "subject": subject},
+            "eventLogSchemaVersion": int(snapshot.get("eventLogSchemaVersion", 1))}
