@@ -5,12 +5,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test lint bench bench-postgres clean
 
+# The install's own output (pip's, the build backend's notices) goes to $(VENV)/install.log,
+# shown only when a step fails: `make demo` prints the demo, not a page of installer notes.
 $(STAMP): pyproject.toml
-	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
-	touch $(STAMP)
+	@echo "installing wopdsl with its dev extras into $(VENV) (a few minutes; log: $(VENV)/install.log)"
+	@python3 -m venv $(VENV)
+	@{ $(PY) -m pip install --quiet --upgrade pip && \
+	   $(PY) -m pip install --quiet -e '.[dev]' && \
+	   $(PY) -m ipykernel install --sys-prefix --name python3; } >$(VENV)/install.log 2>&1 || \
+	 { tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log" >&2; exit 1; }
+	@touch $(STAMP)
 
 install: $(STAMP)
 

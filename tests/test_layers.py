@@ -41,10 +41,6 @@ LAYERS: dict[str, int] = {
 }
 """DESIGN.md §2: lowest first; an import may only go down (or stay on its layer)."""
 
-LAZY_UPWARD: dict[tuple[str, str], str] = {("wopdsl.run", "wopdsl.jupyter"): "show"}
-"""The one import allowed to go up (DESIGN.md §2): ``Run.show()`` loads the notebook's live
-view when called, never at import. Allowed only inside that function."""
-
 TOP = 4.5
 """``wopdsl/__init__.py``, the public API, re-exports layers 0–4; the L5 front ends (CLI,
 notebook, plugin, TUI, host) import from it rather than from the engine."""
@@ -116,22 +112,6 @@ def imports(module: str) -> Iterator[tuple[str, int]]:
                         yield found, node.lineno
 
 
-def lazy_imports(module: str, function: str) -> set[int]:
-    """Lines of the imports inside the body of ``function`` (any class) in ``module``."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
-            lines |= {n.lineno for n in ast.walk(node)
-                      if isinstance(n, ast.Import | ast.ImportFrom)}
-    return lines
-
-
-def is_allowed_lazy(module: str, target: str, line: int) -> bool:
-    function = LAZY_UPWARD.get((module, target))
-    return function is not None and line in lazy_imports(module, function)
-
-
 def layer_of(module: str) -> tuple[str, float]:
     parts = module.split(".")
     if parts[0] == "wopdsl_tui":
@@ -159,7 +139,7 @@ def test_no_import_goes_up_a_layer() -> None:
         name, level = layer_of(module)
         for target, line in imports(module):
             target_name, target_level = layer_of(target)
-            if target_level > level and not is_allowed_lazy(module, target, line):
+            if target_level > level:  # No exception: Run.show() finds its view by entry point.
                 upward.append(
                     f"{MODULES[module].relative_to(ROOT)}:{line}: {name} (L{level}) imports "
                     f"{target} ({target_name}, L{target_level})"
@@ -182,7 +162,7 @@ def test_no_private_module_of_another_package() -> None:
 def cycles() -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan's algorithm)."""
     graph = {
-        m: sorted({t for t, line in imports(m) if t != m and not is_allowed_lazy(m, t, line)})
+        m: sorted({t for t, _line in imports(m) if t != m})
         for m in MODULES
     }
     index: dict[str, int] = {}
@@ -273,10 +253,9 @@ def package_edges() -> set[tuple[str, str]]:
     edges = set()
     for module in MODULES:
         source = layer_of(module)[0]
-        for target, line in imports(module):
+        for target, _line in imports(module):
             name, level = layer_of(target)
-            if name != source and level > 0 and source != "__main__" \
-                    and not is_allowed_lazy(module, target, line):
+            if name != source and level > 0 and source != "__main__":
                 edges.add((source, name))
     return edges
 

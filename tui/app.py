@@ -215,14 +215,16 @@ class CouncilApp(App[int]):
     def _on_waiting(self) -> None:
         """Hand the keyboard to the human whose turn was just requested."""
         requested = bool(self._waiting)
-        if requested and not self._turn_requested:
+        asked = requested and not self._turn_requested
+        if asked:
             self.human = self._waiting[0]
             room = self.fold.last_mention.get(self.human)
             if room is not None:
                 self._activate_room(room)
-            self.query_one(Composer).focus()
         self._turn_requested = requested
         self._update_target()
+        if asked:  # After the update: the composer is enabled for the room asked from.
+            self.query_one(Composer).focus()
 
     # -- rooms -----------------------------------------------------------------------------
 
@@ -247,16 +249,37 @@ class CouncilApp(App[int]):
         room_id = self.active_room
         if self.human is None or room_id is None:
             return
-        members = self.fold.rooms[room_id].members
+        feed = self.fold.rooms[room_id]
+        members = feed.members
+        here = [h for h in self.fold.humans if h in members]
+        if self.human not in members and here:
+            # Post as the human member of this room (the one asked first, if any).
+            self.human = next((h for h in self._waiting if h in here), here[0])
         composer = self.query_one(Composer)
         composer.set_members(m for m in members if m != self.human)
         composer.placeholder = f"Message {room_id} as {self.human}; @ mentions a member"
         notice = self.query_one(Notice)
-        if self._refusal is not None:
+        closed = self._closed_reason(feed, here)
+        composer.disabled = closed is not None
+        if closed is not None:
+            notice.show_closed(closed)
+        elif self._refusal is not None:
             notice.show_refusal(*self._refusal)
         else:
             notice.show_target(self.human, room_id, turn=self._turn_requested,
                                sending=self._posting)
+
+    def _closed_reason(self, feed: RoomFeed, here: list[str]) -> str | None:
+        """Why nobody may post in this room from here, or ``None`` when the human may."""
+        if self.fold.terminal is not None:
+            return f"The run has {self.fold.terminal}; it takes no more messages."
+        if not here:
+            others = ", ".join(self.fold.humans)
+            return (f"{others} {'is' if len(self.fold.humans) == 1 else 'are'} not in room "
+                    f"{feed.id} ({', '.join(feed.members)}); Ctrl+N / Ctrl+P for another room.")
+        if feed.closed:
+            return f"The conversation of room {feed.id} is closed."
+        return None
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self._refusal = None

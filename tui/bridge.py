@@ -35,6 +35,8 @@ _ROSTER_EVENTS: Final = frozenset({
     "provider.usage", "output.chunk",
 })
 """Event types that may change a member's state or the run's status."""
+_MAX_STREAM: Final = 1 << 20
+"""Most characters of a streamed answer kept (answers are bounded far below this)."""
 
 
 RoomMessage = Message
@@ -122,7 +124,8 @@ class RunFold:
     roster_changed: bool = True
     """Set when an event may change the roster or status; the screen clears it."""
     streams: dict[str, str] = field(default_factory=dict)
-    """Member id -> the tail of the text its model is streaming in the turn in flight."""
+    """Member id -> what its model has streamed so far in the turn in flight (the raw answer,
+    up to 1 MiB; ``wopdsl.projections.streaming.streamed_text`` reads its posts' text)."""
 
     @property
     def members(self) -> dict[str, MemberState]:
@@ -183,7 +186,9 @@ class RunFold:
         if handler is not None:
             handler(self, event, payload)
         if kind == "output.chunk":
-            self.streams[node] = (self.streams.get(node, "") + str(payload.get("chunk", "")))[-80:]
+            answer = self.streams.get(node, "")
+            if len(answer) < _MAX_STREAM:
+                self.streams[node] = answer + str(payload.get("chunk", ""))
         elif kind in ("node.started", "node.completed", "node.failed", "node.cancelled"):
             self.streams.pop(node, None)
 

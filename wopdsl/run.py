@@ -368,11 +368,17 @@ class Run:
 
         return run_sync(go(), "close_sync()", "await run.close(...)")
 
-    def show(self) -> Any:
-        """Display a live view in Jupyter (needs the ``jupyter`` extra)."""
-        from wopdsl.jupyter import show
+    def show(self, **options: Any) -> Any:
+        """Display a live view of the run in Jupyter (needs the ``jupyter`` extra).
 
-        return show(self)
+        The view comes from the front end registered under the ``wopdsl.show`` entry point
+        (wopdsl's own: :func:`wopdsl.jupyter.show`, which takes ``tail`` and ``reply``), so
+        the run never imports the notebook layer. Returns that front end's view.
+
+        Raises:
+            ImportError: no live view is installed.
+        """
+        return _live_view()(self, **options)
 
     def _repr_html_(self) -> str:
         return run_html(self.state)
@@ -382,6 +388,20 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, status={self.status!r})"
+
+
+SHOW_ENTRY_POINTS = "wopdsl.show"
+"""The entry-point group :meth:`Run.show` finds its live view in (``pyproject.toml``)."""
+
+
+def _live_view() -> Any:
+    from importlib.metadata import entry_points
+
+    found = sorted(entry_points(group=SHOW_ENTRY_POINTS), key=lambda point: point.name)
+    if not found:
+        raise ImportError("run.show() needs the jupyter extra: pip install 'wopdsl[jupyter]' "
+                          f"(no live view is registered under {SHOW_ENTRY_POINTS!r})")
+    return found[0].load()
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,

@@ -146,3 +146,18 @@ def test_pathological_template_is_a_declaration_error(template: str) -> None:
     (problem,) = caught.value.problems
     assert problem.path == "members[0].script[0].summary"
     assert "template" in problem.message
+
+
+@pytest.mark.parametrize("text", ["x" * 262_145, "{{ task }}" + "x" * 262_135],
+                         ids=["plain", "template"])
+def test_a_text_over_the_template_bound_fails_validate_plain_or_not(tmp_path: Path,
+                                                                    text: str) -> None:
+    # The Limits table: a template's text is at most 262,144 characters; plain text too.
+    (tmp_path / "c.toml").write_text(_script_council(text), encoding="utf-8")
+    done = bounded_wop("validate", "c.toml", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2
+    assert "members[0].script[0].summary" in done.stderr
+    assert "is 262145 characters long; the limit is 262144" in done.stderr
+    (tmp_path / "c.toml").write_text(_script_council(text[:-1]), encoding="utf-8")
+    done = bounded_wop("validate", "c.toml", cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import threading
@@ -137,3 +138,42 @@ def test_control_characters_are_escaped_on_the_terminal(wop: Wop, tmp_path: Path
     saved = [e["payload"]["turn"]["content"]["text"] for e in stored_events(tmp_path / DB, "h8")
              if e["type"] == "conversation.exchanged"]
     assert saved[-1] == "\x1b[2Jgone\rover\nsecond line"  # The log keeps the exact text.
+
+
+DECORATOR_COUNCIL = '''\
+from wopdsl import Council, Post, Reply, Turn
+
+council = Council("asker", task="Name the release.", max_turns_per_member=3)
+council.room("desk", members=["namer", "me"])
+council.human("me")
+
+
+@council.member(role="namer")
+def namer(turn: Turn) -> Reply:
+    if not turn.triggers:
+        return Reply(summary="Asked.", posts=[Post(room="desk", text="Which name, @me?",
+                                                   mentions=["me"])])
+    return Reply(summary=f"Named: {turn.triggers[0].text}")
+'''
+
+
+def test_the_hints_for_a_decorator_council_name_it_and_work_as_printed(wop: Wop,
+                                                                       tmp_path: Path) -> None:
+    # Its handler is bound in code, which the log cannot name: every hint passes it again.
+    (tmp_path / "mymodule.py").write_text(DECORATOR_COUNCIL)
+    done = wop("run", "mymodule:council", "--run-id", "d1")
+    assert done.returncode == 3, done.stderr
+    hint = next(line for line in done.stdout.splitlines() if line.startswith("reply with: "))
+    assert hint.startswith("reply with: wop reply d1 --room desk --council mymodule:council \"")
+
+    argv = shlex.split(hint.removeprefix("reply with: wop "))
+    argv[-1] = "Falcon @namer"
+    replied = wop(*argv)
+    assert replied.returncode == 0, replied.stderr
+    assert "namer (namer): Named: Falcon @namer" in replied.stdout
+
+
+def test_the_hints_for_a_council_file_need_no_council(wop: Wop, human_council: Path) -> None:
+    done = wop("run", str(human_council), "--run-id", "f1")
+    assert done.returncode == 3
+    assert "--council" not in done.stdout

@@ -50,7 +50,7 @@ def test_read_commands_escape_what_people_wrote(wop: Wop, hostile_run: str,
 
 def test_the_transcript_shows_the_escapes(wop: Wop, hostile_run: str) -> None:
     out = wop("transcript", hostile_run).stdout
-    assert "clear\\x1b[2J title\\x1b]0;owned\\x07 nul\\x00 cr\\x0d back\\x08 c1\\x9b31m" in out
+    assert "clear\\x1b[2J title\\x1b]0;owned\\x07 nul\\x00 cr\\r back\\x08 c1\\x9b31m" in out
     assert "rlo\\u202eevil\\u2066iso line\\u2028sep @namer" in out
 
 
@@ -96,3 +96,19 @@ def test_export_escapes_bidi_and_c1_and_round_trips(wop: Wop, tmp_path: Path) ->
     assert_terminal_safe(done.stdout)
     assert "\\u202e" in done.stdout and "\\u009b" in done.stdout
     assert loads_spec(done.stdout).council.task == task
+
+
+def test_a_typed_escape_never_reads_like_an_escaped_control(wop: Wop, tmp_path: Path,
+                                                            human_council: Path) -> None:
+    assert wop("run", str(human_council), "--run-id", "t1").returncode == 3
+    typed = "real \x1b[1m and typed \\x1b[1m; C:\\Temp and \\\\server @namer"
+    done = wop("reply", "t1", "--room", "desk", typed)
+    assert done.returncode == 0, done.stderr
+    out = wop("transcript", "t1").stdout
+    # As `wop run` prints it: control characters escaped, backslashes doubled.
+    line = "real \\x1b[1m and typed \\\\x1b[1m; C:\\\\Temp and \\\\\\\\server @namer"
+    assert line in out
+    assert line in done.stdout
+    assert_terminal_safe(out)
+    # The log keeps the exact text.
+    assert attach(tmp_path / DB, "t1").state.rooms["desk"].messages[-1].text == typed

@@ -7,6 +7,7 @@ import pytest
 
 import wopdsl
 from wopdsl import Council, Post, Reply
+from wopdsl._ids import parse_iso_ms
 from wopdsl.engine import fork
 from wopdsl.state import channels
 
@@ -35,6 +36,7 @@ async def test_replay_fork_of_deterministic_council_gives_identical_channels(sto
     assert json.dumps(channels(forked.state)) == json.dumps(channels(source.state))
     assert forked.result == source.result
     started = forked.events[0]["payload"]["metadata"]["forkedFrom"]
+    assert parse_iso_ms(started.pop("forkedAt")) > 0
     assert started == {"runId": source.run_id, "atSequence": cut, "mode": "replay"}
 
 

@@ -32,8 +32,13 @@ def test_quickstart(run_notebook: RunNotebook, workdir: Path) -> None:
     assert "can't be called inside a running event loop" in stdout(nb, "sync")
     assert "await council.arun()" in stdout(nb, "sync")
 
-    # start() + show(): one live view, which ends showing the completed run.
+    # start() + show(): one live view, which ends showing the completed run; the cell that
+    # waits shows it too, so the saved notebook shows the end under that cell.
     assert result(nb, "wait") == "'completed'"
+    (waited,) = displays(nb, "wait")
+    assert 'data-status="completed"' in waited.data["text/html"]
+    assert waited.data["text/plain"].startswith("council release-team · run ")
+    assert REVIEWED in waited.data["text/plain"]
     view_html, models = live_view(nb, "show")
     assert 'data-status="completed"' in view_html and REVIEWED in view_html
     assert not any(m["model_name"] == "ButtonModel" for m in models)  # no human: no reply box

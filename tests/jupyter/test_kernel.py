@@ -109,6 +109,18 @@ def test_live_view_and_reply_box(run_notebook: RunNotebook, tmp_path: Path) -> N
     text = next(m for m in models if m["model_name"] == "TextModel")
     assert text["state"]["value"] == "" and text["state"]["disabled"] is True
 
+    # Front-ends without widgets see the view as HTML and as text, never a widget's repr.
+    (shown,) = displays(nb, "show")
+    assert shown.data["text/plain"].startswith("council gated · run ")
+    assert "VBox" not in shown.data["text/plain"]
+    # view.wait() shows the view under its own cell too, as the run stopped.
+    (again,) = displays(nb, "sent")
+    assert again.data["application/vnd.jupyter.widget-view+json"] == \
+        shown.data["application/vnd.jupyter.widget-view+json"]
+    assert 'data-status="completed"' in again.data["text/html"]
+    assert again.data["text/plain"].splitlines()[0].endswith("· completed · 19 events")
+    assert "  me team/me/2/0 @writer: Ship it @writer" in again.data["text/plain"]
+
     # Without ipywidgets: an HTML display updated in place, and how to get the reply box.
     assert stdout(nb, "fallback") == "True True\n"
     (shown,) = displays(nb, "fallback")
@@ -118,6 +130,10 @@ def test_live_view_and_reply_box(run_notebook: RunNotebook, tmp_path: Path) -> N
     assert 'data-status="completed"' in fallback_html
     assert "done: ok @writer" in fallback_html
     assert stdout(nb, "fallback-wait") == "completed\n"
+    assert shown.data["text/plain"].startswith("council gated · run ")
+    assert "IPython.core.display" not in shown.data["text/plain"]
+    (again,) = displays(nb, "fallback-wait")  # The same display, shown under the waiting cell.
+    assert again.data["text/html"] == fallback_html
 
 
 FAILING = '''

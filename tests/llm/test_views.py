@@ -55,11 +55,13 @@ async def test_tui_roster_shows_tokens_and_the_stream(server: ScriptedModelServe
         screen = app.export_screenshot()
         assert SENTINEL not in screen and SENTINEL not in "\n".join(
             f"{e.type} {e.detail}" for e in app.fold.events)
-        # While a turn is in flight, the roster shows the tail of the streamed text.
+        # While a turn is in flight, the roster shows the end of the text being written
+        # (its posts' text, not the JSON; tests/tui/test_newcomer.py streams it for real).
         widget = app.query_one(Roster)
         widget.show_members(list(app.fold.members.values()), {"critic": "running"}, {},
-                            {}, {"critic": '{"summary": "Named the weakest'})
+                            {}, {"critic": '{"summary": "x", "posts": [{"roomId": "desk", '
+                                           '"text": "Named the weakest'})
         await pilot.pause()
         lines = text_of(widget).splitlines()
         assert lines[lines.index(next(x for x in lines if x.startswith("critic"))) + 2] \
-            .strip().endswith('"Named the weakest')
+            .strip() == "▸ Named the weakest"

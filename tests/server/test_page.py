@@ -71,7 +71,7 @@ def test_the_static_files_ship_as_package_data() -> None:
     html = (STATIC / "index.html").read_text()
     # No build step and no CDN: every script and stylesheet is one of ours.
     assert set(re.findall(r'(?:src|href)="(/ui/[^"]+)"', html)) == {
-        "/ui/app.js", "/ui/app.css"}
+        "/ui/app.js", "/ui/app.css", "/ui/icon.svg"}
     assert "http" not in re.sub(r"<!--.*?-->", "", html)
 
 

@@ -17,6 +17,7 @@ from tests.conftest import build_council
 from tests.tui.conftest import (
     ADVISORY_BOARD,
     RELEASE_TEAM,
+    drawn,
     finished,
     room_lines,
     room_texts,
@@ -104,20 +105,22 @@ async def test_refused_posts_show_why_and_keep_the_text(db_path: Path) -> None:
         composer = app.query_one(Composer)
         notice = app.query_one(Notice)
 
-        # Not a member of the team room.
+        # Not a member of the product room: the composer says so before anything is typed.
+        await pilot.press(*"News?")
         await pilot.press("ctrl+n")
         assert app.active_room == "product"
-        await pilot.press(*"News?", "enter")
-        await settle(pilot, lambda: "refused" in text_of(notice))
-        assert text_of(notice).startswith(
-            "refused: error[validation_error] founder is not a member of room 'product'")
-        assert composer.value == "News?"
+        assert composer.disabled and app.focused is not composer
+        assert text_of(notice) == ("founder is not in room product (strategist, engineer); "
+                                   "Ctrl+N / Ctrl+P for another room.")
+        await pilot.press(*"more", "enter")
+        assert composer.value == "News?" and app.fold.last_sequence == saved
 
         # A mention of someone outside the room.
         await pilot.press("ctrl+p")
         assert app.active_room == "board"
+        assert not composer.disabled
         assert "refused" not in text_of(notice)
-        await pilot.press("ctrl+u", *"@ghost", "enter")
+        await pilot.press("ctrl+r", "ctrl+u", *"@ghost", "enter")
         await settle(pilot, lambda: "refused" in text_of(notice))
         assert "mention '@ghost' is not a member of room 'board'" in text_of(notice)
         assert composer.value == "@ghost"
@@ -150,17 +153,17 @@ async def test_turn_schema_and_closed_conversation_refusals(db_path: Path) -> No
         assert "breaks the turn_schema of room 'desk'" in text_of(notice)
         assert composer.value == "hi"
 
-        # Close the notes room (RFC 0005 §E close), then try to post in it.
+        # Close the notes room (RFC 0005 §E close): its composer says so, before any Enter.
         assert app.council_run is not None
         await app.council_run.close(room="notes", as_="me")
+        await settle(pilot, lambda: app.fold.rooms["notes"].closed and drawn(app))
         await pilot.press("ctrl+n")
         assert app.active_room == "notes"
-        await pilot.press("ctrl+u", *"ok", "enter")
-        await settle(pilot, lambda: "refused" in text_of(notice))
-        assert "the conversation of room 'notes' is closed" in text_of(notice)
-        assert composer.value == "ok"
+        assert composer.disabled
+        assert text_of(notice) == "The conversation of room notes is closed."
+        assert composer.value == "hi"
 
-        await pilot.press("ctrl+p", "ctrl+u", *"@he", "tab", "enter")
+        await pilot.press("ctrl+p", "ctrl+r", "ctrl+u", *"@he", "tab", "enter")
         await settle(pilot, lambda: len(app.fold.rooms["desk"].messages) == 3
                      and waiting(app)())
         assert room_texts(app, "desk") == [

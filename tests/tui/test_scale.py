@@ -12,14 +12,15 @@ from wopdsl_tui import CouncilApp
 from wopdsl_tui.widgets import Composer
 
 import wopdsl
-from tests.tui.conftest import finished, settle
+from tests.tui.conftest import settle, waiting
 
 MESSAGES = 10_000
 PER_TURN = 500
 
 
 async def fill_a_room(db_path: Path) -> str:
-    """Run a council whose member posts 10,000 short messages in 20 turns; return its id."""
+    """Run a council whose member posts 10,000 short messages in 20 turns, then asks the
+    human; return its id (the run waits for input: the composer takes text)."""
     council = wopdsl.Council("chatty", task="Talk a lot.", max_turns_per_member=MESSAGES)
     council.room("lobby", members=["chatter", "me"])
     council.human("me")
@@ -28,13 +29,14 @@ async def fill_a_room(db_path: Path) -> str:
     def chatter(turn: wopdsl.Turn) -> wopdsl.Reply:
         base = (turn.turn - 1) * PER_TURN
         posts = [wopdsl.Post(room="lobby", text=f"line {base + i}") for i in range(PER_TURN)]
-        if base + PER_TURN < MESSAGES:  # Mention itself to take another turn.
-            posts[-1] = wopdsl.Post(room="lobby", text=f"line {base + PER_TURN - 1}",
-                                    mentions=["chatter"])
+        # Mention itself to take another turn; at the end, ask the human.
+        more = base + PER_TURN < MESSAGES
+        posts[-1] = wopdsl.Post(room="lobby", text=f"line {base + PER_TURN - 1}",
+                                mentions=["chatter" if more else "me"])
         return wopdsl.Reply(summary=f"Said {PER_TURN} more.", posts=posts)
 
     run = await council.arun(store=db_path, deterministic=True)
-    assert run.status == "completed"
+    assert run.status == "waiting-input"
     return run.run_id
 
 
@@ -42,12 +44,12 @@ async def test_ten_thousand_messages_scroll_and_type(db_path: Path) -> None:
     app = CouncilApp(wopdsl.attach(db_path, await fill_a_room(db_path)))
     async with app.run_test(size=(80, 24)) as pilot:
         app.animation_level = "none"
-        await settle(pilot, finished(app))
+        await settle(pilot, waiting(app))
         view = app.room_view("lobby")
         height = view.size.height
         assert view.count == MESSAGES
         assert view.virtual_size.height == MESSAGES  # One line each at this width.
-        assert view.line_text(MESSAGES - 1) == "chatter: line 9999"
+        assert view.line_text(MESSAGES - 1) == "chatter @me: line 9999"
 
         view.focus()
         await pilot.press("home")

@@ -54,7 +54,7 @@ def test_a_refused_post_keeps_the_text(snap_compare: SnapCompare, db_path: Path)
         assert isinstance(app, CouncilApp)
         app.query_one(Composer).cursor_blink = False
         await settle(pilot, waiting(app))
-        await pilot.press("ctrl+n", *"Hi @engineer", "enter")
+        await pilot.press(*"Hi @ghost", "enter")  # Not a member of the room.
         await settle(pilot, refused(app))
 
     assert snap_compare(board(db_path), run_before=run_before)

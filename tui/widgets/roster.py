@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -10,6 +11,7 @@ from textual.widgets import Static
 from wopdsl_tui.bridge import MemberInfo
 
 from wopdsl.projections import terminal_safe
+from wopdsl.projections.streaming import streamed_text
 
 __all__ = ["STATE_LABELS", "Roster"]
 
@@ -25,7 +27,7 @@ STATE_LABELS: Final[Mapping[str, tuple[str, str]]] = {
 
 
 class Roster(Static):
-    """Members in declaration order, two lines each: name and state, then role and turns."""
+    """Members in declaration order: name and state, then role (wrapped, never cut) and turns."""
 
     DEFAULT_CSS = """
     Roster {
@@ -47,7 +49,8 @@ class Roster(Static):
         """Redraw from the members (turns, cap) and each one's phase (``RunFold.phase``).
 
         ``llm`` members get a line with their model tokens (and cost) and, while a turn is
-        in flight, the tail of the text their model is streaming.
+        in flight, the end of the text their model is writing: its posts' text, not the
+        JSON around it (``streams`` holds each member's answer so far).
         """
         width = max(12, self.scrollable_content_region.width or 28)
         text = Text(no_wrap=True, overflow="ellipsis", end="")
@@ -61,21 +64,28 @@ class Roster(Static):
             text.append(" " * (width - len(name) - len(label)))
             text.append(label, style=style)
             turns = f"{member.turns}/{member.cap or '?'} turns"
-            role = _fit(terminal_safe(f"  {member.role}") + (" · human" if member.human else ""),
-                        width - len(turns) - 1)
-            text.append("\n")
-            text.append(role, style="dim")
-            text.append(" " * (width - len(role) - len(turns)))
+            role = terminal_safe(member.role) + (" · human" if member.human else "")
+            lines = textwrap.wrap(role, width - 2, break_on_hyphens=False) or [""]
+            for line in lines:
+                text.append("\n  ")
+                text.append(line, style="dim")
+            if len(lines[-1]) + 2 + 1 + len(turns) > width:
+                text.append("\n")  # No room beside the role's last line: turns below it.
+                text.append(" " * (width - len(turns)))
+            else:
+                text.append(" " * (width - 2 - len(lines[-1]) - len(turns)))
             text.append(turns)
             spent = (usage or {}).get(member.id)
             if spent:
                 text.append("\n")
                 text.append(_fit(f"  {spent}", width), style="cyan")
-            live = (streams or {}).get(member.id)
-            if live and phase == "running":
+            answer = (streams or {}).get(member.id)
+            if answer and phase == "running":
+                readable = streamed_text(answer)
+                tail = " ".join(terminal_safe(answer if readable is None else readable).split())
                 text.append("\n")
-                tail = " ".join(live.split())
-                text.append(_fit("  ▸ " + tail[-(width - 4):], width), style="italic dim")
+                text.append(_fit("  ▸ " + (tail[-(width - 4):] or "writing…"), width),
+                            style="italic dim")
         self.update(text)
 
 

@@ -83,6 +83,11 @@ class Notice(Static):
             text += " · Enter sends, Tab completes @mentions"
         self.update(Text(text))
 
+    def show_closed(self, reason: str) -> None:
+        """Say why the composer takes no message here (it is disabled meanwhile)."""
+        self.set_classes("-closed")
+        self.update(Text(terminal_safe(reason)))
+
     def show_refusal(self, code: str, message: str) -> None:
         """Say why the last post was refused (nothing was saved; the text is kept)."""
         self.set_classes("-refused")

@@ -52,9 +52,7 @@ def compile_template(text: str) -> Renderer:
     Raises:
         TemplateProblem: the template has a syntax error.
     """
-    if not _is_template(text):
-        return _plain(text)
-    return _compile_jinja(text)[0]
+    return compile_with_names(text)[0]
 
 
 def _plain(text: str) -> Renderer:
@@ -78,6 +76,9 @@ def compile_with_names(text: str) -> tuple[Renderer, frozenset[str]]:
     Raises:
         TemplateProblem: the template has a syntax error.
     """
+    if len(text) > MAX_TEMPLATE_CHARS:  # Plain text too: the bound is on every template.
+        raise TemplateProblem(f"the template is {len(text)} characters long; the limit is "
+                              f"{MAX_TEMPLATE_CHARS}", None)
     if not _is_template(text):
         return _plain(text), _NO_NAMES
     return _compile_jinja(text)
@@ -91,9 +92,6 @@ def _compile_jinja(text: str) -> tuple[Renderer, frozenset[str]]:
     # Syntax errors raise and are therefore never cached.
     from jinja2 import TemplateSyntaxError, meta
 
-    if len(text) > MAX_TEMPLATE_CHARS:
-        raise TemplateProblem(f"the template is {len(text)} characters long; the limit is "
-                              f"{MAX_TEMPLATE_CHARS}", None)
     env = bounded_environment()
     try:
         tree = env.parse(text)

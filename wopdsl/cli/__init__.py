@@ -85,7 +85,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         print(exc.render(), file=err, flush=True)
         return exit_code_for_error(exc)
     except KeyboardInterrupt:
-        _interrupted(ctx.run_id, ctx.store_flag, out, err, memory=ctx.is_memory)
+        _interrupted(ctx.run_id, ctx.store_flag, out, err, memory=ctx.is_memory,
+                     council=ctx.council_ref)
         ctx.close()
         if any(t.name.startswith("asyncio_") and t.is_alive() for t in threading.enumerate()):
             # A sync member handler still runs in a loop worker thread that can't be
@@ -119,15 +120,17 @@ def _enable_tracing() -> None:
 
 
 def _interrupted(run_id: str | None, store_flag: str, out: TextIO, err: TextIO, *,
-                 memory: bool = False) -> None:
+                 memory: bool = False, council: str | None = None) -> None:
     text = "\ninterrupted"
     if run_id is not None and memory:
         from wopdsl.cli._output import MEMORY_GONE
 
         text += f": run {run_id} stopped; {MEMORY_GONE}"
     elif run_id is not None:
+        from wopdsl.cli._output import resume_hint
+
         text += (f": run {run_id} stopped where it was; continue it with "
-                 f"`wop{store_flag} resume {run_id}`")
+                 f"`{resume_hint(run_id, store_flag, council)}`")
     try:
         out.flush()
         print(text, file=err, flush=True)

@@ -18,6 +18,7 @@ from wopdsl.cli._output import (
     print_json,
     print_stop,
     run_json,
+    terminal_safe,
 )
 from wopdsl.cli._targets import Context, import_council, load_council
 from wopdsl.projections import render_transcript, write_room_files
@@ -114,7 +115,9 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_transcript(ctx: Context, args: argparse.Namespace) -> int:
     """``wop transcript RUN``: the stable transcript text."""
     store = ctx.require_run(args.run, read_only=True)
-    ctx.out.write(render_transcript(store.read(args.run)))
+    # Texts escaped as `wop run` prints them: a typed "\x1b" shows as "\\x1b", never like
+    # an escaped ESC.
+    ctx.out.write(render_transcript(store.read(args.run), text=terminal_safe))
     ctx.out.flush()
     return EXIT_OK
 
@@ -200,7 +203,9 @@ def worst_case_lines(spec: Any, members: Any) -> list[str]:
     """``wop validate``'s worst case: turns (sum of caps) and, for llm members, tokens, cost."""
     members = list(members)
     turns = sum(m.cap for m in members if not m.human)
-    lines = [f"  worst case: {turns} member turns (sum of caps)"]
+    humans = [m.id for m in members if m.human]
+    people = f", not counting the turns of human members ({', '.join(humans)})" if humans else ""
+    lines = [f"  worst case: {turns} member turns (sum of caps){people}"]
     llm = [m for m in members if m.spec.engine == "llm"]
     if not llm:
         return lines

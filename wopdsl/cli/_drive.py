@@ -21,6 +21,7 @@ from wopdsl.cli._output import (
     exit_code_for_status,
     print_json,
     print_stop,
+    resume_hint,
     run_json,
 )
 from wopdsl.cli._targets import (
@@ -120,7 +121,7 @@ def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> in
         print_json(run_json(run.run_id, state), ctx.out)
     else:
         print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
-                   debug=ctx.debug, memory=ctx.is_memory)
+                   debug=ctx.debug, memory=ctx.is_memory, council=ctx.council_ref)
     if as_json and state.status not in TERMINAL and ctx.is_memory:
         print(f"note: {MEMORY_GONE}", file=ctx.err, flush=True)
     return exit_code_for_status(state.status)
@@ -130,12 +131,13 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     """``wop run FILE``: start a run and print its transcript live."""
     council = load_council(args.file)
     council.compile()  # Every declaration problem before anything is written.
+    ctx.remember_council(council, args.file)
     store = ctx.store()
     if args.run_id is not None and store.exists(args.run_id):
         raise CommandError("STORE_CONFLICT", f"run {args.run_id} already exists in "
                            f"{ctx.store_shown}",
                            hint=f"choose another --run-id, or continue it with "
-                                f"`wop{ctx.store_flag} resume {args.run_id}`")
+                                f"`{resume_hint(args.run_id, ctx.store_flag, ctx.council_ref)}`")
 
     async def begin() -> tuple[Run, str]:
         run = council.start(store, args.run_id, max_participants=args.max_participants)
@@ -172,6 +174,7 @@ def _rebind(ctx: Context, run_id: str, target: str | None) -> Council:
     else:
         council = load_council(target)
         check_same_council(council, store, run_id)
+        ctx.remember_council(council, target)
     unbound = council.compile().unbound()
     if unbound:
         how = "pass the council file or MODULE:ATTR that binds them"

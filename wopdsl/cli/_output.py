@@ -202,13 +202,21 @@ MEMORY_GONE: Final = ("the memory: store ends with this command, and the run wit
 """What to do next after a run on ``memory:``: no command can reach the run any more."""
 
 
+def resume_hint(run_id: str, store_flag: str = "", council: str | None = None) -> str:
+    """The ``wop resume`` command for ``run_id`` (naming ``council`` to re-bind, if given)."""
+    tail = f" {shlex.quote(council)}" if council else ""
+    return f"wop{store_flag} resume {shlex.quote(run_id)}{tail}"
+
+
 def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
-               store_flag: str = "", debug: bool = False, memory: bool = False) -> None:
+               store_flag: str = "", debug: bool = False, memory: bool = False,
+               council: str | None = None) -> None:
     """Print the final answers, the status line and what to do next.
 
     With ``debug``, a failed run also shows each failed handler's traceback. With
     ``memory`` (the store was ``memory:``, gone when the command ends) no hint names a
-    command that would need the run.
+    command that would need the run. ``council``: the file or ``MODULE:ATTR`` that binds
+    the run's python handlers in code, named in the hints (the log alone cannot bind them).
     """
     if state.members:
         print("\nresults", file=out)
@@ -234,7 +242,8 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
     events = state.last_sequence + 1
     print(f"\n{status}: run {run_id} ({events} events)", file=out, flush=True)
     if status == "waiting-input":
-        print(waiting_text(run_id, state, store_flag, memory=memory), file=out, flush=True)
+        print(waiting_text(run_id, state, store_flag, memory=memory, council=council),
+              file=out, flush=True)
     elif status == "failed":
         error = state.error or {}
         hint = MEMORY_GONE if memory else f"see the log with `wop{store_flag} events {run_id}`"
@@ -246,7 +255,8 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
     elif status not in ("completed", "cancelled"):
         print("the run has not stopped; " + (
             f"note: {MEMORY_GONE}" if memory else
-            f"continue it with `wop{store_flag} resume {run_id}`"), file=out, flush=True)
+            f"continue it with `{resume_hint(run_id, store_flag, council)}`"), file=out,
+            flush=True)
 
 
 def print_failures(state: CouncilState, err: TextIO) -> None:
@@ -265,10 +275,11 @@ def print_failures(state: CouncilState, err: TextIO) -> None:
 
 
 def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
-                 memory: bool = False) -> str:
+                 memory: bool = False, council: str | None = None) -> str:
     """Say who is waiting for input in which rooms, and how to reply.
 
-    With ``memory`` (a ``memory:`` store, gone with the command) say so instead of how.
+    With ``memory`` (a ``memory:`` store, gone with the command) say so instead of how;
+    ``council`` (see :func:`print_stop`) is passed again with ``--council``.
     """
     lines = []
     first_room = ""
@@ -284,6 +295,7 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
     names = state.waiting_for
     as_flag = f" --as {names[0]}" if len(names) > 1 else ""
     room = shlex.quote(first_room or "ROOM")
+    council_flag = f" --council {shlex.quote(council)}" if council else ""
     lines.append(f"reply with: wop{store_flag} reply {shlex.quote(run_id)} --room {room}"
-                 f"{as_flag} \"your message (@member asks for a turn)\"")
+                 f"{as_flag}{council_flag} \"your message (@member asks for a turn)\"")
     return "\n".join(lines)

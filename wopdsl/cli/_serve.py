@@ -111,9 +111,11 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
 
         from wopdsl.server import Limits, create_app, load_tokens
         from wopdsl.server.config import is_loopback
-    except ImportError:
-        raise CommandError("DECLARATION_INVALID", "wop serve needs the server extra",
-                           hint="pip install 'wopdsl[server]'") from None
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in ("starlette", "uvicorn"):
+            raise
+        raise CommandError("SERVER_MISSING", f"wop serve needs the server extra ({exc.name} "
+                           "is not installed)", hint="pip install 'wopdsl[server]'") from None
     tokens = load_tokens(args.tokens, os.environ.get("WOP_TOKENS"))
     if not tokens and not is_loopback(args.host):
         raise CommandError(

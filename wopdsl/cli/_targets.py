@@ -32,6 +32,9 @@ class Context:
     """The run a command is executing, once known (named when the user interrupts)."""
     debug: bool = False
     """``--debug``: tracebacks, including failed handlers' (recorded in the log)."""
+    council_ref: str | None = None
+    """The council file or ``MODULE:ATTR`` a later command must be given again (its python
+    handlers are bound in code, which the log cannot name); repeated in hints."""
     _store: EventStore | None = field(default=None, repr=False)
 
     @property
@@ -58,6 +61,12 @@ class Context:
         if self.store_arg is None:
             return ""
         return f" --store {shlex.quote(describe_target(self.store_arg))}"
+
+    def remember_council(self, council: Council, target: str | None) -> None:
+        """Note ``target`` for the hints when ``council`` binds handlers the log cannot name."""
+        if target and any(m.engine == "python" and m.handler is None
+                          for m in council.spec.members):
+            self.council_ref = target
 
     def store(self, *, create: bool = True, read_only: bool = False) -> EventStore:
         """Open the store once.

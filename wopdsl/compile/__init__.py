@@ -13,7 +13,7 @@ from wopdsl.agents.script import ScriptAgent
 from wopdsl.agents.templates import Renderer, TemplateProblem, compile_template
 from wopdsl.compile._turn_schema import schema_checker
 from wopdsl.compile.graph import CompiledMember, CompiledRoom, CouncilGraph
-from wopdsl.compile.handlers import handler_reference, import_handler
+from wopdsl.compile.handlers import handler_reference, import_handler, public_text
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
 from wopdsl.model.llm import DEFAULT_LLM_TURN_TIMEOUT_MS
@@ -159,7 +159,8 @@ def _agent(
     try:
         return PythonAgent(import_handler(member.handler, base_dir))
     except Exception as exc:
-        problems.append(Problem(f"cannot import handler '{member.handler}': {exc}",
+        problems.append(Problem(f"cannot import handler '{member.handler}': "
+                                f"{public_text(str(exc))}",
                                 path=f"members[{index}].handler",
                                 hint="name a module:function importable from the council "
                                      "file's folder"))

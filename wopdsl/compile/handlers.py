@@ -13,6 +13,7 @@ such a reference, and :func:`spec_with_references` writes them into a spec (``to
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import importlib
@@ -30,13 +31,14 @@ from wopdsl.agents.python import Handler
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.spec import CouncilSpec
 
-__all__ = ["NAMESPACE", "handler_reference", "import_handler", "public_module_name",
-           "spec_with_references"]
+__all__ = ["NAMESPACE", "did_you_mean", "handler_reference", "import_handler",
+           "public_module_name", "public_text", "spec_with_references"]
 
 NAMESPACE: Final = "_wopdsl_councils"
 """The package under which each council folder's handler modules are imported."""
 _LOCK = threading.Lock()
 _REFERENCE: Final = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_PRIVATE: Final = re.compile(re.escape(NAMESPACE) + r"\.f[0-9a-f]+(?:\.|\b)")
 
 
 def handler_reference(handler: object) -> str:
@@ -118,14 +120,44 @@ def import_handler(reference: str, base_dir: str | Path | None) -> Handler:
             function; ``TypeError`` when the target is not callable.
     """
     module_name, _, attr = reference.partition(":")
-    module = _import(module_name, Path(base_dir).resolve() if base_dir is not None else None)
+    folder = Path(base_dir).resolve() if base_dir is not None else None
+    try:
+        module = _import(module_name, folder)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name.split(".", 1)[0]:
+            raise  # A module the handler's module imports is missing: its own message says so.
+        where = f"in the council's folder ({folder}) nor " if folder is not None else ""
+        siblings = sorted(p.stem for p in folder.glob("*.py")) if folder is not None else []
+        raise ModuleNotFoundError(f"no module '{exc.name}' {where}installed"
+                                  f"{did_you_mean(exc.name, siblings)}",
+                                  name=exc.name) from None
     target: Any = module
     for part in attr.split("."):
+        if not hasattr(target, part):
+            names = [n for n in dir(target) if not n.startswith("_")]
+            raise AttributeError(f"module '{module_name}' has no attribute '{part}'"
+                                 f"{did_you_mean(part, names)}")
         target = getattr(target, part)
     if not callable(target):
         raise TypeError(f"{reference} is not callable")
     handler: Handler = target
     return handler
+
+
+def public_text(text: str) -> str:
+    """``text`` with the private package of council folders (``_wopdsl_councils.f…``) removed.
+
+    Example:
+        >>> public_text("module '_wopdsl_councils.f0123456789abcdef.agents' has no attribute")
+        "module 'agents' has no attribute"
+    """
+    return _PRIVATE.sub("", text)
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """``"; did you mean 'x'?"`` for the choice closest to ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def public_module_name(name: str) -> str:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from wopdsl._ids import IDENT_RULE, event_id, is_ident, new_run_id
+from wopdsl._ids import IDENT_RULE, SystemClock, event_id, is_ident, iso_ms, new_run_id
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine.core import Engine, HumanInput
 from wopdsl.errors import RunNotFound, ValidationError
@@ -76,7 +76,9 @@ def fork(
         raise ValidationError(f"run {new_id} already exists", hint="choose another run id")
     copied = [_rewrite(e, source_run_id, new_id) for e in events[: cut + 1]]
     metadata = copied[0]["payload"].setdefault("metadata", {})
-    metadata["forkedFrom"] = {"runId": source_run_id, "atSequence": cut, "mode": mode}
+    # The copied events keep their times; the fork itself begins now (what `wop runs` shows).
+    metadata["forkedFrom"] = {"runId": source_run_id, "atSequence": cut, "mode": mode,
+                              "forkedAt": iso_ms(SystemClock().now_ms())}
     if base_url is not None:
         _point_models(metadata, base_url)
     if principal is not None:

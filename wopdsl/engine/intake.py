@@ -14,6 +14,7 @@ roster, a role that does not fit the member, or a ``from`` naming someone else i
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -202,13 +203,18 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
     if compiled is None or not compiled.awaited:
         awaited = [m.id for m in graph.members.values() if m.awaited]
         raise _refuse(f"'{member}' is not a human or external member of this council "
-                      f"(those members: {', '.join(awaited) or 'none'})")
+                      f"(those members: {', '.join(awaited) or 'none'}){_guess(member, awaited)}",
+                      hint=f"post as one of them: {', '.join(awaited)}" if awaited else
+                      "this council has no human or external member: nobody may post")
     expected = "agent" if compiled.external else "user"
     if role is not None and role != expected:
         raise _refuse(f"{member} is a{'n external' if compiled.external else ' human'} member:"
                       f" its turns are role '{expected}', not '{role}'")
+    rooms_hint = _rooms_hint(graph, member)
     if room_id is None or room_id not in graph.rooms:
-        raise _refuse(f"room {room_id!r} does not exist (rooms: {', '.join(graph.rooms)})")
+        guess = _guess(room_id, list(graph.rooms)) if room_id is not None else ""
+        raise _refuse(f"room {room_id!r} does not exist (rooms: {', '.join(graph.rooms)})"
+                      f"{guess}", hint=rooms_hint)
     if turn is not None:
         _check_from(turn, member, expected)
         if compiled.external and member not in graph.participants(room_id):
@@ -219,7 +225,8 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
                                                       graph.participants(room_id)]})
     room = graph.rooms[room_id]
     if member not in room.member_set:
-        raise _refuse(f"{member} is not a member of room '{room_id}' ({', '.join(room.members)})")
+        raise _refuse(f"{member} is not a member of room '{room_id}' ({', '.join(room.members)})",
+                      hint=rooms_hint)
     if state.rooms[room_id].closed:
         raise _refuse(f"the conversation of room '{room_id}' is closed; no turn may follow "
                       "conversation.closed")
@@ -239,6 +246,18 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         value["outcome"] = outcome
     return Accepted(member, room_id, operation, expected, text, mention_list, outcome,
                     turn is not None, ts, value)
+
+
+def _guess(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _rooms_hint(graph: CouncilGraph, member: str) -> str:
+    mine = [r.id for r in graph.rooms.values() if member in r.member_set]
+    if not mine:
+        return f"{member} is in no room, so it cannot post"
+    return f"post in one of {member}'s rooms: {', '.join(mine)}"
 
 
 def _timestamp(ts: Any) -> int | None:

@@ -1,7 +1,9 @@
 """Drive councils from Jupyter: rich run display, a live view, a reply box.
 
-``import wopdsl`` never loads this package; ``Run._repr_html_``, ``Run._repr_markdown_`` and
-``Run.show()`` do, and IPython/ipywidgets load only when a view is shown.
+``import wopdsl`` never loads this package, and nothing below it imports it: a ``Run``
+renders itself from its projection (``wopdsl.projections.notebook``), and ``Run.show()``
+finds :func:`show` through the ``wopdsl.show`` entry point. IPython/ipywidgets load only
+when a view is shown.
 
 Example:
     >>> council = wopdsl.load("councils/release-team.toml")

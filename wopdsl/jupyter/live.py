@@ -18,12 +18,13 @@ import html
 from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl.jupyter.reply import ReplyBox
+from wopdsl.projections import format_line
 from wopdsl.projections.notebook import RunView, run_view, view_html
 
 if TYPE_CHECKING:
     from wopdsl.run import Run
 
-__all__ = ["INSTALL_HINT", "LiveView", "show"]
+__all__ = ["INSTALL_HINT", "LiveView", "plain_text", "show"]
 
 INSTALL_HINT: Final = "pip install 'wopdsl[jupyter]'"
 """How to install the notebook extra (IPython, ipywidgets, ipykernel)."""
@@ -60,6 +61,8 @@ class LiveView:
         """How many times the view was rendered (initial render included)."""
         self.html: str = ""
         """The HTML the view shows now."""
+        self.text: str = ""
+        """The view as plain text (what front-ends without HTML or widgets show)."""
         self.reply_box: ReplyBox | None = None
         """The reply box, when the view offers one."""
         self.widget: Any = None
@@ -111,6 +114,7 @@ class LiveView:
                      f"install the jupyter extra: <code>{html.escape(INSTALL_HINT)}</code></div>")
         changed = body != self.html
         self.html = body
+        self.text = plain_text(view)
         self.status = view.status
         self.last_sequence = view.events - 1
         self.renders += 1
@@ -118,25 +122,33 @@ class LiveView:
             self.reply_box.set_open(view.status not in _STOPPED, waiting=view.waiting_for)
         if self._html_widget is not None:
             self._html_widget.value = body
-            if force:
+            if force:  # Re-rendering the widget's outputs on every update would lose focus.
                 _send_all(self.widget, self._widgets.Widget, set())
+                if self._handle is not None:
+                    self._handle.update(self._bundle(), raw=True)
         elif self._handle is not None and (changed or force):
-            self._handle.update(_ipython().HTML(body))
+            self._handle.update(self._bundle(), raw=True)
 
     # -- display and following -------------------------------------------------------------
 
     def display(self) -> LiveView:
         """Display the view in the current cell and start following the run."""
         ipd = _ipython()
-        if self.widget is not None:
-            ipd.display(self.widget)
-        elif self._handle is None:
-            self._handle = ipd.display(ipd.HTML(self.html), display_id=True)
+        if self._handle is None:
+            self._handle = ipd.display(self._bundle(), raw=True, display_id=True)
         else:
-            self._handle.display(ipd.HTML(self.html))
+            self._handle.display(self._bundle(), raw=True)
         self._shown_in = _execution_count()
         self.follow()
         return self
+
+    def _bundle(self) -> dict[str, Any]:
+        """What the view displays: the widget (when there is one), its HTML and its text."""
+        bundle: dict[str, Any] = {"text/plain": self.text, "text/html": self.html}
+        if self.widget is not None:
+            bundle["application/vnd.jupyter.widget-view+json"] = {
+                "version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
+        return bundle
 
     def follow(self) -> None:
         """Start following the run's events on the running loop (no-op without one)."""
@@ -185,11 +197,13 @@ class LiveView:
     async def wait(self) -> str:
         """Wait until the run stops (ends or waits for input); return the status shown.
 
-        The view is re-rendered in the calling cell, so a saved notebook shows where the
-        run stopped.
+        The view is then shown in the calling cell too (the same view, updated in place
+        wherever it is), so a saved notebook shows where the run stopped under that cell.
         """
         await self.run.wait()
         self.refresh(force=True)
+        if self._shown_in != _execution_count():
+            self.display()
         return self.status
 
     def _ipython_display_(self) -> None:
@@ -229,6 +243,24 @@ def show(run: Run, *, tail: int | None = DEFAULT_TAIL, reply: bool | None = None
     """
     _ipython()
     return LiveView(run, tail=tail, reply=reply).display()
+
+
+def plain_text(view: RunView) -> str:
+    """The view as plain text: status line, who is asked, each room's messages."""
+    lines = [f"council {view.council} · run {view.run_id} · {view.status} · "
+             f"{view.events} events" + (f" · {view.usage}" if view.usage else "")]
+    if view.error:
+        lines.append(f"error[{view.error.get('code', 'UNKNOWN')}]: "
+                     f"{view.error.get('message', 'run failed')}")
+    if view.status == "waiting-input" and view.waiting_for:
+        lines.append(f"waiting for input from {', '.join(view.waiting_for)}")
+    for room in view.rooms:
+        lines += ["", f"room {room.id} ({', '.join(room.members)}) · {room.state}"]
+        if room.hidden:
+            lines.append(f"  … {room.hidden} earlier message{'' if room.hidden == 1 else 's'}")
+        lines += ["  " + format_line(m.sender, m.id, m.mentions, m.text, indent="    ")
+                  for m in room.messages]
+    return "\n".join(lines)
 
 
 def _send_all(widget: Any, widget_type: type, sent: set[str]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from wopdsl.protocol.envelope import RunEventDoc
@@ -37,8 +37,10 @@ class TranscriptProjection:
         return render_state(self.state, status)
 
 
-def render_state(state: CouncilState, status: str | None = None) -> str:
-    """Return the transcript text of a folded run."""
+def render_state(state: CouncilState, status: str | None = None, *,
+                 text: Callable[[str], str] | None = None) -> str:
+    """Return the transcript text of a folded run (``text``: see :func:`render_transcript`)."""
+    show = text or _same
     head = f"council {state.workflow_id}: {status or state.status}"
     if state.error:
         head += f" [{state.error.get('code')}] {state.error.get('message')}"
@@ -48,7 +50,7 @@ def render_state(state: CouncilState, status: str | None = None) -> str:
         out.append(f"room {room_id} ({', '.join(room.members)})")
         if not room.messages:
             out.append("  (no messages)")
-        out.extend("  " + format_line(m.sender, m.id, m.mentions, m.text, indent="    ")
+        out.extend("  " + format_line(m.sender, m.id, m.mentions, show(m.text), indent="    ")
                    for m in room.messages)
     agents = (state.outputs or {}).get("agents", []) if state.terminal == "completed" else []
     if agents:
@@ -56,7 +58,7 @@ def render_state(state: CouncilState, status: str | None = None) -> str:
         out.append("results")
         for agent in agents:
             result = agent["result"]
-            summary = "(no turn)" if result is None else str(result.get("summary", ""))
+            summary = "(no turn)" if result is None else show(str(result.get("summary", "")))
             out.append("  " + _indent(f"{agent['name']} ({agent['role']}): {summary}", "    "))
     return "\n".join(out) + "\n"
 
@@ -73,13 +75,20 @@ def _indent(text: str, indent: str) -> str:
 
 
 def render_transcript(
-    events: Iterable[RunEventDoc] | CouncilState, status: str | None = None
+    events: Iterable[RunEventDoc] | CouncilState, status: str | None = None, *,
+    text: Callable[[str], str] | None = None,
 ) -> str:
     """Return the transcript text of a run's events (or of its folded state).
 
     Args:
         events: The run's events in sequence order, or its :class:`CouncilState`.
         status: Shown in the header instead of the run's own status.
+        text: Applied to each message text and result summary (e.g. to escape them for a
+            terminal); by default they are written exactly as logged.
     """
     state = events if isinstance(events, CouncilState) else CouncilState.fold(events)
-    return render_state(state, status)
+    return render_state(state, status, text=text)
+
+
+def _same(text: str) -> str:
+    return text

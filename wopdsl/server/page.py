@@ -22,7 +22,7 @@ __all__ = ["ASSETS", "is_page_path", "page_routes"]
 
 ASSETS: Final = {"app.js": "text/javascript", "stream.js": "text/javascript",
                  "partial.js": "text/javascript", "panels.js": "text/javascript",
-                 "view.js": "text/javascript", "app.css": "text/css"}
+                 "view.js": "text/javascript", "app.css": "text/css", "icon.svg": "image/svg+xml"}
 """The page's files under ``/ui/`` and their media types."""
 
 _PAGE_PATH = re.compile(r"^/(?:runs/[A-Za-z0-9._:~-]{1,200})?$")
@@ -34,7 +34,8 @@ _HEADERS: Final = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosni
 
 def is_page_path(path: str) -> bool:
     """Whether ``path`` is the page or one of its files (served without a token)."""
-    return bool(_PAGE_PATH.match(path)) or path.removeprefix("/ui/") in ASSETS
+    return bool(_PAGE_PATH.match(path)) or path.removeprefix("/ui/") in ASSETS or \
+        path == "/favicon.ico"
 
 
 def _read(name: str) -> bytes:
@@ -47,7 +48,7 @@ async def _index(request: Request) -> Response:
 
 
 async def _asset(request: Request) -> Response:
-    name = request.path_params["name"]
+    name = request.path_params.get("name", "icon.svg")  # /favicon.ico: the page's icon
     media = ASSETS.get(name)
     if media is None:
         raise ApiError(404, "not_found", f"no such file: /ui/{name}",
@@ -56,7 +57,11 @@ async def _asset(request: Request) -> Response:
 
 
 def page_routes() -> list[Route]:
-    """``GET /``, ``GET /runs/{runId}`` (the page) and ``GET /ui/{name}`` (its files)."""
+    """The page's routes: ``/``, ``/runs/{runId}``, ``/ui/{name}`` and ``/favicon.ico``.
+
+    ``GET /favicon.ico`` serves the page's icon, for browsers that ask without reading it.
+    """
     return [Route("/", _index, methods=["GET"]),
             Route("/runs/{run_id}", _index, methods=["GET"]),
-            Route("/ui/{name}", _asset, methods=["GET"])]
+            Route("/ui/{name}", _asset, methods=["GET"]),
+            Route("/favicon.ico", _asset, methods=["GET"])]

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from wopdsl.errors import RunBusy, RunNotFound, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
 
-__all__ = ["Answer", "EventStore", "RunInfo", "require_run"]
+__all__ = ["Answer", "EventStore", "RunInfo", "require_run", "run_started_at"]
 
 _T = TypeVar("_T")
 
@@ -26,7 +26,8 @@ class RunInfo:
     workflow_id: str
     """The council id (``run.started.payload.workflowId``)."""
     started_at: str
-    """Timestamp of the first event."""
+    """When the run began: its first event's timestamp; for a fork, when it was forked
+    (:func:`run_started_at`)."""
     last_sequence: int
     """Sequence of the last event."""
     last_type: str
@@ -47,6 +48,18 @@ class Answer:
     """The JSON object answered."""
     created_at: float
     """When it was answered (seconds since the epoch)."""
+
+
+def run_started_at(first: RunEventDoc) -> str:
+    """When a run began, read from its first event.
+
+    A fork's ``forkedFrom.forkedAt`` (its copied events keep the source's times), else the
+    event's ``timestamp``.
+    """
+    metadata = first["payload"].get("metadata")
+    forked = metadata.get("forkedFrom") if isinstance(metadata, dict) else None
+    at = forked.get("forkedAt") if isinstance(forked, dict) else None
+    return at if isinstance(at, str) else first["timestamp"]
 
 
 class EventStore(ABC):

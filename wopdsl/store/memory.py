@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from wopdsl.errors import EventInvalid, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.store.base import EventStore, RunInfo
+from wopdsl.store.base import EventStore, RunInfo, run_started_at
 
 if TYPE_CHECKING:
     import asyncio
@@ -66,7 +66,7 @@ class MemoryStore(EventStore):
                 RunInfo(
                     run_id=run_id,
                     workflow_id=str(first["payload"].get("workflowId", "")),
-                    started_at=first["timestamp"],
+                    started_at=run_started_at(first),
                     last_sequence=last["sequence"],
                     last_type=last["type"],
                 )

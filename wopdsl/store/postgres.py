@@ -24,7 +24,7 @@ from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._pg_claims import Claims
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
-from wopdsl.store.base import Answer, EventStore, RunInfo
+from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
 
 __all__ = ["PostgresStore"]
 
@@ -145,7 +145,7 @@ class PostgresStore(EventStore):
             ) from None
         first = events[0]
         params = (run_id, expected_sequence, [e["type"] for e in events], bodies,
-                  str(first["payload"].get("workflowId", "")), first["timestamp"],
+                  str(first["payload"].get("workflowId", "")), run_started_at(first),
                   self._channel)
 
         def call(conn: psycopg.Connection[Any]) -> int:

@@ -17,7 +17,7 @@ from wopdsl.store._claims import lock_run
 from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._wakeups import waiters_for
-from wopdsl.store.base import Answer, EventStore, RunInfo
+from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
 
 if TYPE_CHECKING:
     import asyncio
@@ -182,7 +182,7 @@ class SqliteStore(EventStore):
                         raise _conflict(run_id, expected_sequence, held) from None
                     if found is None:
                         workflow = str(first["payload"].get("workflowId", ""))
-                        conn.execute(_INSERT_RUN, (run_id, workflow, first["timestamp"]))
+                        conn.execute(_INSERT_RUN, (run_id, workflow, run_started_at(first)))
                     cursor.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:

@@ -1,7 +1,7 @@
 // The chat page: pick a council, start or open a run, follow its rooms live and post as a
 // human member. Only the host's public v1 API is used (see stream.js).
 import { api, ApiError, follow, setToken, token } from "./stream.js";
-import { renderRoster, renderStreams, renderTabs } from "./panels.js";
+import { oversize, renderRoster, renderStreams, renderTabs } from "./panels.js";
 import { Completer, MessageWindow, el } from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -79,14 +79,14 @@ async function home() {
   const ok = await guarded(async () => {
     await whoami();
     const { workflows } = await api("GET", "/v1/workflows");
+    const limit = (await api("GET", "/.well-known/openwop")).multiPartyConversation?.maxParticipants;
     const list = $("councils");
     list.replaceChildren();
     for (const w of workflows) {
       const li = el("li");
       li.dataset.council = w.workflowId;
-      const task = el("input");
+      const task = el("input", "task");
       task.placeholder = "task (optional)";
-      task.className = "task";
       const start = el("button", "start", "Start a run");
       start.type = "button";
       start.addEventListener("click", async () => {
@@ -105,6 +105,9 @@ async function home() {
       const rooms = w.rooms.map((r) => r.id).join(", ");
       li.append(el("span", "name", w.workflowId),
         el("span", "desc", `${w.task} — rooms: ${rooms}; ${w.members.length} members`), task, start);
+      const tooBig = oversize(w, limit);  // The host would refuse it (422): say why instead.
+      if (tooBig) li.append(el("span", "note", tooBig));
+      start.disabled = task.disabled = Boolean(tooBig);
       list.append(li);
     }
     const rec = $("recent");

@@ -1,6 +1,6 @@
 // The panels of a run page drawn from the run's model (see app.js): the room tabs, the
-// "writing…" placeholders of members whose tokens are streaming, and the roster. Text goes
-// through textContent only (view.js's el).
+// "writing…" placeholders of members whose tokens are streaming, and the roster; and why the
+// home page cannot offer to start a council. Text goes through textContent only (view.js's el).
 import { streamedText } from "./partial.js";
 import { el } from "./view.js";
 
@@ -57,4 +57,19 @@ export function renderRoster(run) {
       el("td", "turns", m.maxTurns ? `${m.turns} / ${m.maxTurns}` : String(m.turns)), el("td", "", usage));
     body.append(tr);
   }
+}
+
+/** Why this host refuses to start council `w` (a room with more agent participants than it
+ * allows, RFC 0101), or "" when it can start it. */
+export function oversize(w, limit) {
+  if (!limit) return "";
+  const humans = new Set(w.members.filter((m) => m.engine === "human").map((m) => m.id));
+  for (const r of w.rooms) {
+    const agents = r.members.filter((m) => !humans.has(m)).length;
+    if (agents > limit) {
+      return `Too large for this host: room ${r.id} has ${agents} agent participants, ` +
+        `the host allows ${limit} (wop serve --max-participants).`;
+    }
+  }
+  return "";
 }
