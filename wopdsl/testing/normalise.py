@@ -21,8 +21,8 @@ from typing import Any, Final
 __all__ = [
     "DURATION_KEYS",
     "PATH_KEYS",
-    "URL_KEYS",
     "TIME_KEYS",
+    "URL_KEYS",
     "dump_events",
     "is_transcript",
     "normalise_events",
