@@ -289,6 +289,31 @@ def test_text_is_stored_byte_for_byte(project: pytest.Pytester) -> None:
     run(project).assert_outcomes(passed=1)
 
 
+def test_a_subclass_names_its_file_extension_in_either_spelling(
+    project: pytest.Pytester,
+) -> None:
+    # syrupy 5 renamed `_file_extension` to `file_extension`: both work on every version.
+    project.makepyfile(test_formats='''
+        from wopdsl.testing.snapshot import TextSnapshot
+
+        class Markdown(TextSnapshot):
+            file_extension = "md"
+
+        class Csv(TextSnapshot):
+            _file_extension = "csv"
+
+        def test_formats(snapshot):
+            assert "# title\\n" == snapshot(extension_class=Markdown)
+            assert "a,b\\n" == snapshot(extension_class=Csv)
+    ''')
+
+    run(project, "--snapshot-update").assert_outcomes(passed=1)
+
+    assert snapshot_files(project) == {"test_formats/test_formats.md": "# title\n",
+                                       "test_formats/test_formats.1.csv": "a,b\n"}
+    run(project).stdout.fnmatch_lines(["*2 snapshots passed.*"])
+
+
 def test_without_syrupy_the_council_fixtures_still_work(project: pytest.Pytester) -> None:
     project.makepyfile(test_plain='''
         def test_plain(request, run_council):

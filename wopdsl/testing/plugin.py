@@ -78,15 +78,7 @@ class _SnapshotFixture:
         """Return syrupy's ``snapshot``, storing transcripts and event logs in readable files."""
         from wopdsl.testing.snapshot import CouncilSnapshotAssertion
 
-        return CouncilSnapshotAssertion(
-            session=snapshot.session,
-            extension_class=snapshot.extension_class,
-            test_location=snapshot.test_location,
-            update_snapshots=snapshot.update_snapshots,
-            include=snapshot.include,
-            exclude=snapshot.exclude,
-            matcher=snapshot.matcher,
-        )
+        return CouncilSnapshotAssertion.wrapping(snapshot)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
