@@ -10,7 +10,8 @@ Fixtures:
     ``run_council``: a :class:`~wopdsl.testing.fixtures.CouncilRunner`; call it with a council
     file, a ``Council``, a ``CouncilSpec`` or spec data to run it on a fresh store with a fixed
     clock and deterministic ids (``handlers={"writer": fn}`` replaces bound handlers).
-    ``arun_council``: the same, awaitable, for async tests.
+    ``arun_council``: the same, awaitable, for async tests (an ``async def`` test asking for
+    it runs on a fresh event loop when no async plugin such as pytest-asyncio claims it).
     Every run these fixtures make is checked when the test ends, as ``wop check`` does (the
     bundled OpenWOP schemas and the log rules); a violation fails the test. Turn it off with
     ``wop_check = false`` in the pytest ini, or per test with ``@pytest.mark.wop_invalid_log``.
@@ -23,6 +24,8 @@ syrupy is optional: without it (or with ``-p no:syrupy``) the council fixtures s
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -35,7 +38,8 @@ if TYPE_CHECKING:
 
     from wopdsl.run import Run
 
-__all__ = ["arun_council", "pytest_addoption", "pytest_configure", "run_council"]
+__all__ = ["arun_council", "pytest_addoption", "pytest_configure", "pytest_pyfunc_call",
+           "run_council"]
 
 _SNAPSHOT_PLUGIN = "wopdsl-snapshot"
 
@@ -79,6 +83,32 @@ class _SnapshotFixture:
         from wopdsl.testing.snapshot import CouncilSnapshotAssertion
 
         return CouncilSnapshotAssertion.wrapping(snapshot)
+
+
+_OTHER_RUNNERS = ("asyncio", "anyio", "trio")
+"""Markers of the async plugins that run a coroutine test themselves when they claim it."""
+
+
+@pytest.hookimpl
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test that uses ``arun_council`` when no async plugin claims it.
+
+    So the guide's async tests work with ``wopdsl[testing]`` alone: the test runs on a fresh
+    event loop of its own (``asyncio.run``). A test that pytest-asyncio (a marker or
+    ``asyncio_mode = auto``), anyio (``anyio_backend``) or trio claims is left to that
+    plugin; so is every async test that does not ask for ``arun_council``.
+    """
+    function = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(function) or \
+            "arun_council" not in pyfuncitem.fixturenames or \
+            "anyio_backend" in pyfuncitem.funcargs or \
+            any(pyfuncitem.get_closest_marker(name) for name in _OTHER_RUNNERS):
+        return None
+    names = inspect.signature(function).parameters
+    arguments = {name: pyfuncitem.funcargs[name] for name in names
+                 if name in pyfuncitem.funcargs}
+    asyncio.run(function(**arguments))
+    return True
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
