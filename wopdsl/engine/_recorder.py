@@ -114,6 +114,7 @@ class Recorder:
         self._inflight = inflight
         self.node_id = inflight.member
         self.attempt = inflight.attempt
+        self.position = inflight.position
         self.budget = budget
         self._text: list[str] = []
         # Counted from the turn's start: a model answering within the interval has its text

@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "ScriptedModelServer"]
+from wopdsl.testing.chat_wire import completion_body, stream_chunks
+
+__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "RawAnswer", "ScriptedModelServer"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
 
@@ -96,7 +98,22 @@ class Cut:
         return self.content if isinstance(self.content, str) else json.dumps(self.content)
 
 
-Scripted = Answer | Failure | Cut | Callable[["CapturedRequest"], "Answer | Failure | Cut"]
+@dataclass(frozen=True)
+class RawAnswer:
+    """A whole response as recorded: the HTTP status, the JSON body and a few headers.
+
+    A 200 body is a ``chat.completion`` (streamed as one chunk per part when the client asks
+    for a stream, see :func:`~wopdsl.testing.chat_wire.stream_chunks`); any other status is
+    sent as it is, e.g. ``{"error": {...}}`` with a ``Retry-After`` header.
+    """
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Served = Answer | Failure | Cut | RawAnswer
+Scripted = Served | Callable[["CapturedRequest"], Served]
 
 
 @dataclass
@@ -243,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                       self.headers.items()}, body, member)
         with owner._lock:
             owner.requests.append(request)
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        if not self.path.rstrip("/").endswith("/chat/completions"):
             self._error(404, f"no route {self.path}")
             return
         scripted = owner._next(request)
@@ -253,22 +270,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, "script exhausted: no answer queued for this request")
             return
         model = str(owner.model_name or (body.get("model") if isinstance(body, dict) else "m"))
-        if isinstance(scripted, Failure):
+        if isinstance(scripted, RawAnswer):
+            self._raw(scripted, request)
+        elif isinstance(scripted, Failure):
             time.sleep(scripted.delay_s)
             headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
             self._error(scripted.status, scripted.message, headers)
         elif isinstance(scripted, Cut):
-            self._stream(model, scripted.text, None, scripted.chunks, 0.0, "stop",
-                         cut_after=scripted.after_chunks)
+            body = completion_body(owner._completion_id(), model, scripted.text)
+            self._stream(stream_chunks(body, pieces=scripted.chunks, include_usage=False),
+                         0.0, cut_after=scripted.after_chunks)
         else:
             time.sleep(scripted.delay_s)
+            answer = completion_body(owner._completion_id(), model, scripted.text,
+                                     finish_reason=scripted.finish_reason, usage=scripted.usage)
             if request.stream:
                 options = body.get("stream_options") or {}
-                usage = scripted.usage if options.get("include_usage") else None
-                self._stream(model, scripted.text, usage, scripted.chunks,
-                             scripted.chunk_delay_s, scripted.finish_reason)
+                self._stream(stream_chunks(answer, pieces=scripted.chunks,
+                                           include_usage=bool(options.get("include_usage"))),
+                             scripted.chunk_delay_s)
             else:
-                self._plain(model, scripted)
+                self._send(200, json.dumps(answer).encode())
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -286,36 +308,20 @@ class _Handler(BaseHTTPRequestHandler):
         body = {"error": {"message": message, "type": kind, "code": str(status)}}
         self._send(status, json.dumps(body).encode(), headers)
 
-    def _plain(self, model: str, answer: Answer) -> None:
-        body: dict[str, Any] = {
-            "id": self.server_owner._completion_id(), "object": "chat.completion",
-            "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "finish_reason": answer.finish_reason,
-                         "message": {"role": "assistant", "content": answer.text}}],
-        }
-        if answer.usage is not None:
-            body["usage"] = _usage(answer.usage)
-        self._send(200, json.dumps(body).encode())
+    def _raw(self, answer: RawAnswer, request: CapturedRequest) -> None:
+        if answer.status != 200 or not request.stream:
+            self._send(answer.status, json.dumps(answer.body).encode(), answer.headers)
+            return
+        options = request.body.get("stream_options") or {}
+        self._stream(stream_chunks(answer.body, include_usage=bool(options.get("include_usage"))),
+                     0.0)
 
-    def _stream(self, model: str, text: str, usage: tuple[int, int] | None, chunks: int,
-                delay: float, finish: str, *, cut_after: int | None = None) -> None:
+    def _stream(self, events: list[dict[str, Any]], delay: float, *,
+                cut_after: int | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        ident = self.server_owner._completion_id()
-        base = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": model}
-        size = max(1, -(-len(text) // max(1, chunks)))
-        pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
-        events: list[dict[str, Any]] = [{**base, "choices": [
-            {"index": 0, "delta": {"role": "assistant", "content": ""},
-             "finish_reason": None}]}]
-        events += [{**base, "choices": [{"index": 0, "delta": {"content": piece},
-                                         "finish_reason": None}]} for piece in pieces]
-        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        if usage is not None:
-            events.append({**base, "choices": [], "usage": _usage(usage)})
         for index, event in enumerate(events):
             if cut_after is not None and index > cut_after:
                 # The connection drops mid-stream: no terminating chunk, no [DONE].
@@ -332,9 +338,3 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
-
-
-def _usage(usage: tuple[int, int]) -> dict[str, int]:
-    prompt, completion = usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}

@@ -19,6 +19,7 @@ from wopdsl.agents.budget import estimate_tokens
 from wopdsl.agents.llm.answers import AnswerProblem, check_answer, result_schema
 from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
 from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
+from wopdsl.agents.llm.tap import CALL_SITE, CallSite
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Turn
 
@@ -91,6 +92,7 @@ class LlmAgent(MemberAgent):
 
     async def take_recorded_turn(self, turn: Turn, recorder: TurnRecorder) -> object:
         """Compose the prompt, call the model, check the answer, repair it if needed."""
+        CALL_SITE.set(CallSite(self.member, turn.turn, recorder))  # this turn's own task
         try:
             composed = self.templates.compose(turn)
         except Exception as exc:

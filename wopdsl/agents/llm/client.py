@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from wopdsl.agents.llm.tap import CALL_SITE, ModelTap
 from wopdsl.model.llm import ModelProfile
 
 __all__ = ["CallFailure", "Completion", "ProfileClient"]
@@ -95,6 +96,9 @@ class ProfileClient:
         self._semaphore: asyncio.Semaphore | None = None
         self._clients: dict[tuple[str | None, str], Any] = {}
         self._users = 0
+        self.tap: ModelTap | None = None
+        """Tests only: send calls where the tap says, with ``wop-*`` headers (see
+        :mod:`wopdsl.agents.llm.tap`). ``None`` (always, outside tests): the profile's server."""
 
     # -- lifetime: one set of connections per event loop, closed when its last run stops ---
 
@@ -126,6 +130,8 @@ class ProfileClient:
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient  # the extra, on first call
 
         base_url = self.profile.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if self.tap is not None:
+            base_url = self.tap.base_url(self.name, base_url)
         cache_key = (base_url, key)
         client = self._clients.get(cache_key)
         if client is None:
@@ -156,6 +162,9 @@ class ProfileClient:
         async with self._semaphore:
             try:
                 client = self._client(key)
+                site = CALL_SITE.get()
+                if self.tap is not None and site is not None:
+                    request = {**request, "extra_headers": site.headers()}
                 if request.get("stream"):
                     return await self._stream(client, request, on_text)
                 response = await client.chat.completions.create(**request)
