@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.testing.helpers import INI, RELEASE_TEAM_TOML
+from tests.testing.helpers import INI, RELEASE_TEAM_TOML, run, snapshot_files
 
 pytest_plugins = ["pytester"]
 
@@ -37,15 +37,6 @@ results
 """  # noqa: E501 - transcript lines are as long as their messages.
 
 
-UNRELATED_PLUGINS_OFF = ("-p", "no:textual-snapshot", "-p", "no:hypothesispytest",
-                         "-p", "no:benchmark")
-"""Plugins of this environment that the inner sessions do not need.
-
-pytest-textual-snapshot deletes a process-wide temp dir when any session ends, and the others
-would be imported (and assertion-rewritten) afresh by every inner session.
-"""
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A user project: strict pytest config and DESIGN.md §4's council file."""
@@ -53,26 +44,6 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     councils = pytester.mkdir("councils")
     (councils / "release-team.toml").write_text(RELEASE_TEAM_TOML, encoding="utf-8")
     return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """Run an inner session in this process (fast), keeping the outer syrupy session intact."""
-    import syrupy
-
-    # syrupy keeps its session in a module global; the inner session would replace ours.
-    saved = syrupy._syrupy
-    try:
-        return pytester.runpytest(*UNRELATED_PLUGINS_OFF, *args)
-    finally:
-        syrupy._syrupy = saved
-
-
-def snapshot_files(pytester: pytest.Pytester) -> dict[str, str]:
-    folder = pytester.path / "__snapshots__"
-    if not folder.exists():
-        return {}
-    return {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_the_plugin_is_loaded_from_its_entry_point(project: pytest.Pytester) -> None:
