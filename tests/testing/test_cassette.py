@@ -132,7 +132,8 @@ def test_a_changed_request_fails_naming_member_and_turn_and_re_recording_fixes_i
         "E *+      Your brief: Find the weakest claim in the proposal and say why, in at most "
         "three sentences. Mention the proposer kindly.",
     ])
-    assert "test_review.py:5: CassetteMismatch" in changed.stdout.str()  # the test's own line, not the plugin's
+    # The failure points at the test's own line, not into the plugin.
+    assert "test_review.py:5: CassetteMismatch" in changed.stdout.str()
 
     # Re-record, this time with the environment variable instead of the flag.
     with ScriptedModelServer() as again:

@@ -85,7 +85,8 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    # PyYAML writes U+0085 raw outside double quotes, where YAML reads it as a line break.
+    style = '"' if "\x85" in value else "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
