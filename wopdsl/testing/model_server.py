@@ -16,6 +16,12 @@ Answers are taken in order from the queue of the member that calls (found by the
 :class:`CapturedRequest` and returning an answer. Plain JSON or SSE streaming is chosen by
 the request's ``stream`` flag, as a real server does. Standard library only (``http.server``
 in a thread), so it needs nothing beyond the ``openai`` client under test.
+
+From the command line it serves answers from a small TOML file, so an ``llm`` council can be
+tried with no model at all (:mod:`wopdsl.testing.answers` describes the file)::
+
+    python -m wopdsl.testing.model_server answers.toml --port 8089
+    OPENAI_BASE_URL=http://127.0.0.1:8089/v1 wop run councils/llm-review.toml
 """
 
 from __future__ import annotations
@@ -141,10 +147,12 @@ class ScriptedModelServer:
         model_name: The ``model`` field of responses (default: the requested model).
         tls: A server-side TLS context (certificate loaded): serve HTTPS, and ``url`` is an
             ``https://`` address (its certificate must name ``127.0.0.1``).
+        port: The port to listen on (default: a free one).
     """
 
     def __init__(self, answers: list[Scripted] | None = None, *,
-                 model_name: str | None = None, tls: ssl.SSLContext | None = None) -> None:
+                 model_name: str | None = None, tls: ssl.SSLContext | None = None,
+                 port: int = 0) -> None:
         self._queues: dict[str | None, deque[Scripted]] = {None: deque(answers or [])}
         self.requests: list[CapturedRequest] = []
         """Every request received, in arrival order."""
@@ -156,6 +164,7 @@ class ScriptedModelServer:
         self._thread: threading.Thread | None = None
         self._counter = 0
         self._tls = tls
+        self._port = port
 
     # -- scripting -------------------------------------------------------------------------
 
@@ -183,13 +192,13 @@ class ScriptedModelServer:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> ScriptedModelServer:
-        """Listen on a free loopback port, serving from a daemon thread."""
+        """Listen on the loopback port (a free one by default), serving from a daemon thread."""
         owner = self
 
         class Handler(_Handler):
             server_owner = owner
 
-        server = _Server(("127.0.0.1", 0), Handler)
+        server = _Server(("127.0.0.1", self._port), Handler)
         server.daemon_threads = True
         if self._tls is not None:  # The handshake runs in the request's thread, on first read.
             server.socket = self._tls.wrap_socket(server.socket, server_side=True,
@@ -338,3 +347,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+if __name__ == "__main__":  # python -m wopdsl.testing.model_server ANSWERS.toml
+    import sys
+
+    from wopdsl.testing.answers import main
+
+    sys.exit(main())
