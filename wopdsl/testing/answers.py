@@ -1,6 +1,6 @@
 """An answers file for the scripted model server: try an ``llm`` council with no model.
 
-``python -m wopdsl.testing.model_server ANSWERS.toml [--port 8089]`` serves the answers in
+``python -m wopdsl.testing.model_server ANSWERS.toml [--port 8090]`` serves the answers in
 the file on ``http://127.0.0.1:PORT/v1`` until stopped (Ctrl+C); point ``$OPENAI_BASE_URL``
 (or a profile's ``base_url``) at it. The file::
 
@@ -147,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         description="A scripted OpenAI-compatible model server on 127.0.0.1, answering from "
                     "a TOML file (see wopdsl.testing.answers).")
     parser.add_argument("answers", help="the answers file (TOML)")
-    parser.add_argument("--port", type=int, default=8089,
-                        help="the loopback port (0: a free one; default 8089)")
+    parser.add_argument("--port", type=int, default=8090,
+                        help="the loopback port (0: a free one; default 8090)")
     args = parser.parse_args(argv)
     try:
         book = load_answers(args.answers)

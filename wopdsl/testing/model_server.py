@@ -20,8 +20,8 @@ in a thread), so it needs nothing beyond the ``openai`` client under test.
 From the command line it serves answers from a small TOML file, so an ``llm`` council can be
 tried with no model at all (:mod:`wopdsl.testing.answers` describes the file)::
 
-    python -m wopdsl.testing.model_server answers.toml --port 8089
-    OPENAI_BASE_URL=http://127.0.0.1:8089/v1 wop run councils/llm-review.toml
+    python -m wopdsl.testing.model_server answers.toml --port 8090
+    OPENAI_BASE_URL=http://127.0.0.1:8090/v1 wop run councils/llm-review.toml
 """
 
 from __future__ import annotations
