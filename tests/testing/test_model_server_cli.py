@@ -96,3 +96,19 @@ def test_a_bad_answers_file_is_refused_with_where_and_how(tmp_path: Path) -> Non
         assert "Traceback" not in result.stderr
         for line in expected:
             assert line in result.stderr, result.stderr
+
+
+def test_the_llm_guides_answers_file_is_valid(tmp_path: Path) -> None:
+    from wopdsl.testing.answers import load_answers
+
+    guide = (ROOT / "docs" / "guides" / "llm.md").read_text(encoding="utf-8")
+    section = guide.split("## Trying a council without a model", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "answers.toml").write_text(block, encoding="utf-8")
+
+    book = load_answers(tmp_path / "answers.toml")
+
+    assert [(a.member, a.turn) for a in book.answers] == [("proposer", 1), ("critic", None)]
+    assert book.answers[0].content() == {"summary": "Proposed a plan and asked for critique.",
+                                         "posts": [{"roomId": "desk", "mentions": ["critic"],
+                                                    "text": "Ship it in two steps. Critic?"}]}
