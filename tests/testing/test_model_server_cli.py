@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -96,6 +97,20 @@ def test_a_bad_answers_file_is_refused_with_where_and_how(tmp_path: Path) -> Non
         assert "Traceback" not in result.stderr
         for line in expected:
             assert line in result.stderr, result.stderr
+
+
+def test_a_port_in_use_is_refused_with_a_hint() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "wopdsl.testing.model_server",
+                                 str(ANSWERS), "--port", str(port)], capture_output=True,
+                                text=True, timeout=120, check=False)
+
+    assert result.returncode == 2
+    assert f"error: cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "hint: pick another --port (0 takes a free one)" in result.stderr
 
 
 def test_the_llm_guides_answers_file_is_valid(tmp_path: Path) -> None:

@@ -26,18 +26,15 @@ from __future__ import annotations
 
 import argparse
 import re
-import signal
 import sys
-import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from wopdsl.testing.model_server import Answer, CapturedRequest, RawAnswer, ScriptedModelServer
-
-__all__ = ["AnswerBook", "AnswersError", "ScriptedAnswer", "load_answers", "main"]
+__all__ = ["AnswerBook", "AnswersError", "ScriptedAnswer", "command_line", "load_answers",
+           "turn_of"]
 
 _TURN = re.compile(r"This is your turn (\d+)\.")
 
@@ -91,21 +88,23 @@ class AnswerBook(BaseModel):
 
     answers: list[ScriptedAnswer] = Field(min_length=1)
 
-    def answer(self, request: CapturedRequest) -> Answer | RawAnswer:
-        """The first entry that fits the call, or a 400 naming the member and turn."""
-        messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
-        user = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"),
-                    "")
-        found = _TURN.search(user)
-        turn = int(found.group(1)) if found else None
+    def reply(self, body: Any, member: str | None) -> ScriptedAnswer | str:
+        """The first entry that fits a request of ``member``, or why none does."""
+        turn = turn_of(body)
         for entry in self.answers:
-            if entry.member not in (None, request.member) or entry.turn not in (None, turn):
-                continue
-            return Answer(entry.content(), usage=entry.usage, delay_s=entry.delay_ms / 1000,
-                          chunks=1)
-        who = f"member {request.member or '(unknown)'}, turn {turn or '(unknown)'}"
-        return RawAnswer(400, {"error": {"message": f"no entry of the answers file fits "
-                                                   f"{who}", "type": "invalid_request_error"}})
+            if entry.member in (None, member) and entry.turn in (None, turn):
+                return entry
+        return (f"no entry of the answers file fits member {member or '(unknown)'}, "
+                f"turn {turn or '(unknown)'}")
+
+
+def turn_of(body: Any) -> int | None:
+    """The member's turn a request is for (the default turn prompt's ``This is your turn N.``)."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    user = next((str(m.get("content", "")) for m in messages if isinstance(m, dict)
+                 and m.get("role") == "user"), "")
+    found = _TURN.search(user)
+    return int(found.group(1)) if found else None
 
 
 class AnswersError(Exception):
@@ -140,8 +139,12 @@ def load_answers(path: str | Path) -> AnswerBook:
                            "member, turn, text or summary/posts/data, usage, delay_ms") from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m wopdsl.testing.model_server ANSWERS.toml [--port P]``: serve until stopped."""
+def command_line(argv: list[str] | None = None) -> tuple[AnswerBook, str, int]:
+    """Parse ``ANSWERS.toml [--port P]`` and load the file: ``(book, file, port)``.
+
+    Raises:
+        SystemExit: 2, after printing the problem, for bad arguments or a bad file.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m wopdsl.testing.model_server",
         description="A scripted OpenAI-compatible model server on 127.0.0.1, answering from "
@@ -151,31 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the loopback port (0: a free one; default 8090)")
     args = parser.parse_args(argv)
     try:
-        book = load_answers(args.answers)
+        return load_answers(args.answers), args.answers, args.port
     except AnswersError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    server = ScriptedModelServer(port=args.port)
-    server.default = book.answer
-    try:
-        server.start()
-    except OSError as exc:
-        print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}\n"
-              "hint: pick another --port (0 takes a free one)", file=sys.stderr)
-        return 2
-
-    def on_signal(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
-    print(server.url, flush=True)
-    print(f"serving {len(book.answers)} answer(s) from {args.answers}; "
-          f"export OPENAI_BASE_URL={server.url}; stop with Ctrl+C", file=sys.stderr, flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return 0
+        raise SystemExit(2) from None

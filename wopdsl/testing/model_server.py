@@ -30,6 +30,7 @@ import json
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import deque
@@ -40,7 +41,8 @@ from typing import Any
 
 from wopdsl.testing.chat_wire import completion_body, stream_chunks
 
-__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "RawAnswer", "ScriptedModelServer"]
+__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "RawAnswer", "ScriptedModelServer",
+           "main"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
 
@@ -349,9 +351,44 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-if __name__ == "__main__":  # python -m wopdsl.testing.model_server ANSWERS.toml
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    """``python -m wopdsl.testing.model_server ANSWERS.toml [--port P]``: serve until stopped.
 
-    from wopdsl.testing.answers import main
+    The answers file is described in :mod:`wopdsl.testing.answers`.
+    """
+    import signal
 
-    sys.exit(main())
+    from wopdsl.testing.answers import command_line
+
+    book, source, port = command_line(argv)  # exits 2, saying why, on a bad file
+
+    def answer(request: CapturedRequest) -> Answer | RawAnswer:
+        found = book.reply(request.body, request.member)
+        if isinstance(found, str):
+            return RawAnswer(400, {"error": {"message": found, "type": "invalid_request_error"}})
+        return Answer(found.content(), usage=found.usage, delay_s=found.delay_ms / 1000,
+                      chunks=1)
+
+    server = ScriptedModelServer(port=port)
+    server.default = answer
+    try:
+        server.start()
+    except OSError as exc:
+        print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror}\nhint: pick another "
+              "--port (0 takes a free one)", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl+C
+    print(server.url, flush=True)
+    print(f"serving {len(book.answers)} answer(s) from {source}; export "
+          f"OPENAI_BASE_URL={server.url}; stop with Ctrl+C", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
