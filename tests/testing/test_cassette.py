@@ -237,6 +237,6 @@ def test_an_unreachable_model_while_recording_keeps_the_old_cassette(
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*recording member 'proposer', turn 1 (run 1, attempt 0, "
-                                 f"call 1): cannot reach the model server at "
+                                 f"call 1): no answer from the model server at "
                                  f"{dead}/chat/completions*"])
     assert (project.path / CASSETTE).read_bytes() == before

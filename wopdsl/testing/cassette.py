@@ -156,22 +156,26 @@ class Cassette:
         site = (run, member, turn, attempt)
         self._calls[site] = call = self._calls.get(site, 0) + 1
         path = "/" + "/".join(parts[4:])  # below /<run>/<profile>/v1
-        made = Exchange(run, member, turn, attempt, call, profile,
-                        {"path": path, "body": request.body}, {}, position)
-        if self.record:
-            return self._record(made, request)
-        return self._replay(made)
-
-    def _record(self, made: Exchange, request: CapturedRequest) -> RawAnswer:
         auth = request.headers.get("authorization", "")
         secret = auth.split(" ", 1)[1] if " " in auth else auth
+        made = Exchange(run, member, turn, attempt, call, profile,
+                        {"path": path, "body": scrub(request.body, secret)}, {}, position)
+        try:
+            if self.record:
+                return self._record(made, request, secret)
+            return self._replay(made)
+        except Exception as exc:  # the server thread must answer: a dropped call is retried
+            return self._refuse(f"{made.where()}: the cassette failed ({type(exc).__name__}: "
+                                f"{exc})")
+
+    def _record(self, made: Exchange, request: CapturedRequest, secret: str) -> RawAnswer:
         upstream = self._upstreams.get(made.profile) or "https://api.openai.com/v1"
-        response, failure = forward(upstream, made.request, request.headers, secret)
+        sent = {"path": made.request["path"], "body": request.body}
+        response, failure = forward(upstream, sent, request.headers, secret)
         if failure is not None:
             self.problems.append(f"recording {made.where()}: {failure}; the cassette "
                                  f"{self.shown} was left as it was")
             return RawAnswer(response["status"], response["body"])
-        made.request = scrub(made.request, secret)
         made.response = response
         self.recorded[made.key] = made
         return _served(response)

@@ -9,6 +9,7 @@ with the key scrubbed from it and no header kept but ``Retry-After``.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import ssl
@@ -31,8 +32,12 @@ _TIMEOUT_S = 600.0
 
 
 def scrub(data: Any, secret: str) -> Any:
-    """``data`` with every occurrence of ``secret`` in its strings replaced (keys too)."""
-    if not secret or len(secret) < 4:
+    """``data`` with every occurrence of ``secret`` in its strings replaced (keys too).
+
+    Values shorter than 8 characters are no keys (what wopdsl sends when the key variable is
+    unset, ``not-set``, among them) and are left alone: ordinary words are never replaced.
+    """
+    if len(secret) < 8:
         return data
     if isinstance(data, str):
         return data.replace(secret, REDACTED)
@@ -69,13 +74,14 @@ def forward(upstream: str, request: Mapping[str, Any], headers: Mapping[str, str
     data = json.dumps(request["body"]).encode()
     call = urllib.request.Request(url, data=data, method="POST", headers=sent)
     try:
-        with urllib.request.urlopen(call, timeout=_TIMEOUT_S, context=_context()) as answer:
-            status, raw, kind = answer.status, answer.read(), answer.headers
-    except urllib.error.HTTPError as exc:
-        status, raw, kind = exc.code, exc.read(), exc.headers
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = scrub(str(getattr(exc, "reason", exc)), secret)
-        failure = f"cannot reach the model server at {url} ({reason})"
+        try:
+            with urllib.request.urlopen(call, timeout=_TIMEOUT_S, context=_context()) as answer:
+                status, raw, kind = answer.status, answer.read(), answer.headers
+        except urllib.error.HTTPError as exc:
+            status, raw, kind = exc.code, exc.read(), exc.headers
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError is an OSError
+        reason = scrub(str(getattr(exc, "reason", exc)) or type(exc).__name__, secret)
+        failure = f"no answer from the model server at {url} ({reason})"
         return {"status": 502, "body": {"error": {"message": failure}}}, failure
     streamed = "text/event-stream" in (kind.get("content-type") or "")
     if streamed:
