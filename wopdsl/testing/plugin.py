@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from wopdsl.run import Run
     from wopdsl.testing.cassette import Cassette
 
-__all__ = ["arun_council", "pytest_addoption", "pytest_configure", "pytest_pyfunc_call",
-           "pytest_runtest_makereport", "record_enabled", "run_council"]
+__all__ = ["arun_council", "cassette_path", "pytest_addoption", "pytest_configure",
+           "pytest_pyfunc_call", "pytest_runtest_makereport", "record_enabled", "run_council"]
 
 _SNAPSHOT_PLUGIN = "wopdsl-snapshot"
 _CALL_REPORT = pytest.StashKey["pytest.TestReport"]()
