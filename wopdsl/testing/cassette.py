@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,7 @@ class Cassette:
         self.reported = 0
         """How many of :attr:`problems` were raised already."""
         self._used: set[Key] = set()
+        self._lock = threading.Lock()  # the server answers calls on threads of their own
         self._calls: dict[tuple[int, str, int, int], int] = {}
         self._upstreams: dict[str, str | None] = {}
         self._server: ScriptedModelServer | None = None
@@ -154,7 +156,8 @@ class Cassette:
         except (IndexError, KeyError, ValueError):
             return self._refuse("a call that does not come from an llm member's turn")
         site = (run, member, turn, attempt)
-        self._calls[site] = call = self._calls.get(site, 0) + 1
+        with self._lock:
+            self._calls[site] = call = self._calls.get(site, 0) + 1
         path = "/" + "/".join(parts[4:])  # below /<run>/<profile>/v1
         auth = request.headers.get("authorization", "")
         secret = auth.split(" ", 1)[1] if " " in auth else auth
