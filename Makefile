@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench bench-postgres clean
+.PHONY: install demo test test-newest lint bench bench-postgres clean
 
 # The install's own output (pip's, the build backend's notices) goes to $(VENV)/install.log,
 # shown only when a step fails: `make demo` prints the demo, not a page of installer notes.
@@ -26,6 +26,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+## The plugin's, the example's and the UIs' tests on the newest releases of the extras, in
+## a venv of their own (.venv-newest; see docs/ci.md).
+test-newest:
+	.ci/newest.sh
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check wopdsl tui tests bench examples
 	$(VENV)/bin/mypy
@@ -38,4 +43,4 @@ bench-postgres: $(STAMP)
 	$(PY) bench/postgres.py
 
 clean:
-	rm -rf $(VENV) .wop build *.egg-info
+	rm -rf $(VENV) .venv-newest .wop build *.egg-info

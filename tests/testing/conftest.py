@@ -16,3 +16,10 @@ def release_team_path(tmp_path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(RELEASE_TEAM_TOML, encoding="utf-8")
     return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here too (the llm tests register it in pyproject.toml): the recording test
+    # against the real small model carries it.
+    config.addinivalue_line("markers", "real_model: runs against the real small model "
+                            "($WOPDSL_TEST_LLAMA_URL); fails in CI when missing, skips otherwise")

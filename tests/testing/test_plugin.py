@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.testing.helpers import INI, RELEASE_TEAM_TOML
+from tests.testing.helpers import INI, RELEASE_TEAM_TOML, run, snapshot_files
 
 pytest_plugins = ["pytester"]
 
@@ -37,15 +37,6 @@ results
 """  # noqa: E501 - transcript lines are as long as their messages.
 
 
-UNRELATED_PLUGINS_OFF = ("-p", "no:textual-snapshot", "-p", "no:hypothesispytest",
-                         "-p", "no:benchmark")
-"""Plugins of this environment that the inner sessions do not need.
-
-pytest-textual-snapshot deletes a process-wide temp dir when any session ends, and the others
-would be imported (and assertion-rewritten) afresh by every inner session.
-"""
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A user project: strict pytest config and DESIGN.md §4's council file."""
@@ -53,26 +44,6 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     councils = pytester.mkdir("councils")
     (councils / "release-team.toml").write_text(RELEASE_TEAM_TOML, encoding="utf-8")
     return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """Run an inner session in this process (fast), keeping the outer syrupy session intact."""
-    import syrupy
-
-    # syrupy keeps its session in a module global; the inner session would replace ours.
-    saved = syrupy._syrupy
-    try:
-        return pytester.runpytest(*UNRELATED_PLUGINS_OFF, *args)
-    finally:
-        syrupy._syrupy = saved
-
-
-def snapshot_files(pytester: pytest.Pytester) -> dict[str, str]:
-    folder = pytester.path / "__snapshots__"
-    if not folder.exists():
-        return {}
-    return {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_the_plugin_is_loaded_from_its_entry_point(project: pytest.Pytester) -> None:
@@ -287,6 +258,31 @@ def test_text_is_stored_byte_for_byte(project: pytest.Pytester) -> None:
     raw = (project.path / "__snapshots__" / "test_bytes" / "test_crlf_and_unicode.txt")
     assert "one\r\n    two\tthree é☃ end\r\n".encode() in raw.read_bytes()
     run(project).assert_outcomes(passed=1)
+
+
+def test_a_subclass_names_its_file_extension_in_either_spelling(
+    project: pytest.Pytester,
+) -> None:
+    # syrupy 5 renamed `_file_extension` to `file_extension`: both work on every version.
+    project.makepyfile(test_formats='''
+        from wopdsl.testing.snapshot import TextSnapshot
+
+        class Markdown(TextSnapshot):
+            file_extension = "md"
+
+        class Csv(TextSnapshot):
+            _file_extension = "csv"
+
+        def test_formats(snapshot):
+            assert "# title\\n" == snapshot(extension_class=Markdown)
+            assert "a,b\\n" == snapshot(extension_class=Csv)
+    ''')
+
+    run(project, "--snapshot-update").assert_outcomes(passed=1)
+
+    assert snapshot_files(project) == {"test_formats/test_formats.md": "# title\n",
+                                       "test_formats/test_formats.1.csv": "a,b\n"}
+    run(project).stdout.fnmatch_lines(["*2 snapshots passed.*"])
 
 
 def test_without_syrupy_the_council_fixtures_still_work(project: pytest.Pytester) -> None:

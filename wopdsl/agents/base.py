@@ -24,6 +24,8 @@ class TurnRecorder(Protocol):
     """The member's node id."""
     attempt: int
     """The turn's current attempt (0-based; raised by :meth:`retried`)."""
+    position: int
+    """The turn's dispatch position in the run (1 first; the middle of its message ids)."""
     budget: RunBudget | None
     """The run's budget, shared by the turns in flight (``None``: no limits, no usage)."""
     requestable: frozenset[str]

@@ -176,6 +176,7 @@ class Recorder:
         self._inflight = inflight
         self.node_id = inflight.member
         self.attempt = inflight.attempt
+        self.position = inflight.position
         self.budget = budget
         self.requestable = requestable(engine.state)
         self.endpoints = engine.model_endpoints()

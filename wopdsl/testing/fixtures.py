@@ -16,12 +16,15 @@ import concurrent.futures
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wopdsl import Council, CouncilSpec, EventStore, MemoryStore, Run, load, open_store
 from wopdsl.agents.python import Handler
 from wopdsl.errors import StoreError
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
+
+if TYPE_CHECKING:
+    from wopdsl.testing.cassette import Cassette
 
 __all__ = ["CouncilRunner", "CouncilSource", "StoreTarget"]
 
@@ -43,15 +46,20 @@ class CouncilRunner:
         search_paths: Folders a relative council path is looked up in, in order (the
             plugin passes the test file's folder and the pytest rootdir); the working
             directory is tried last.
+        cassette: Record the runs' model calls to it, or answer them from it (see
+            :mod:`wopdsl.testing.cassette`); ``None``: ``llm`` members call their servers.
     """
 
     runs: list[Run]
     """Every run this runner started (checked by the plugin when the test ends)."""
 
-    def __init__(self, search_paths: Iterable[str | os.PathLike[str]] = ()) -> None:
+    def __init__(self, search_paths: Iterable[str | os.PathLike[str]] = (), *,
+                 cassette: Cassette | None = None) -> None:
         self.runs = []
         self.search_paths = [Path(p) for p in search_paths]
+        self.cassette = cassette
         self._opened: list[EventStore] = []
+        self._started = 0
 
     def council(self, source: CouncilSource,
                 handlers: Mapping[str, Handler] | None = None) -> Council:
@@ -125,11 +133,14 @@ class CouncilRunner:
             >>> run.status
             'completed'
         """
-        council = self.council(source, handlers)
+        __tracebackhide__ = True
+        council = self._tapped(self.council(source, handlers))
         target = self._store(store)
         run = await council.arun(target, run_id, deterministic=deterministic,
                                  max_participants=max_participants)
         self.runs.append(run)
+        if self.cassette is not None:
+            self.cassette.raise_problems()
         return run
 
     def __call__(self, source: CouncilSource, *, handlers: Mapping[str, Handler] | None = None,
@@ -140,7 +151,8 @@ class CouncilRunner:
         A run that waits for input is best driven from an async test (``arun_council``), where
         ``await run.reply(...)`` continues it on the test's own loop.
         """
-        council = self.council(source, handlers)
+        __tracebackhide__ = True
+        council = self._tapped(self.council(source, handlers))
         target = self._store(store)
 
         def go() -> Run:
@@ -157,7 +169,24 @@ class CouncilRunner:
                     pool:
                 run = pool.submit(go).result()
         self.runs.append(run)
+        if self.cassette is not None:
+            self.cassette.raise_problems()
         return run
+
+    def _tapped(self, council: Council) -> Council:
+        """Send the model calls of ``council``'s next run through the cassette, if any."""
+        self._started += 1
+        if self.cassette is None:
+            return council
+        from wopdsl.agents.llm import ProfileClient  # only councils with a cassette need it
+
+        tap = None
+        for member in council.compile().members.values():
+            client = getattr(member.agent, "client", None)
+            if isinstance(client, ProfileClient):
+                tap = tap or self.cassette.tap(self._started)
+                client.tap = tap
+        return council
 
     def check(self) -> list[str]:
         """Check every run this runner made as ``wop check`` does; return the violations.
@@ -186,6 +215,8 @@ class CouncilRunner:
         return opened
 
     def close(self) -> None:
-        """Close the stores this runner opened from paths."""
+        """Close the stores this runner opened from paths (and the cassette's server)."""
         while self._opened:
             self._opened.pop().close()
+        if self.cassette is not None:
+            self.cassette.close()

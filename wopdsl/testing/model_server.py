@@ -14,9 +14,15 @@ Answers are taken in order from the queue of the member that calls (found by the
 ``member id: NAME`` line of wopdsl's default system prompt), else from the shared queue;
 ``add(..., member="critic")`` scripts one member. An answer may be a callable taking the
 :class:`CapturedRequest` and returning an answer; ``Failure``, ``Cut``, ``Drop`` and
-``Endless`` script faults. Plain JSON or SSE streaming is chosen by the request's ``stream``
-flag, as a real server does. Standard library only (``http.server`` in a thread), so it
-needs nothing beyond the ``openai`` client under test.
+``Endless`` script faults, ``RawAnswer`` a recorded response. Plain JSON or SSE streaming is
+chosen by the request's ``stream`` flag, as a real server does. Standard library only
+(``http.server`` in a thread), so it needs nothing beyond the ``openai`` client under test.
+
+From the command line it serves answers from a small TOML file, so an ``llm`` council can be
+tried with no model at all (:mod:`wopdsl.testing.answers` describes the file)::
+
+    python -m wopdsl.testing.model_server answers.toml --port 8090
+    OPENAI_BASE_URL=http://127.0.0.1:8090/v1 wop run councils/llm-review.toml
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import deque
@@ -34,9 +41,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from wopdsl.testing._loopback import LoopbackService
+from wopdsl.testing.chat_wire import completion_body, stream_chunks
 
-__all__ = ["Answer", "CapturedRequest", "Cut", "Drop", "Endless", "Failure",
-           "ScriptedModelServer"]
+__all__ = ["Answer", "CapturedRequest", "Cut", "Drop", "Endless", "Failure", "RawAnswer",
+           "ScriptedModelServer", "main"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
 
@@ -125,7 +133,21 @@ class Endless:
     max_s: float = 60.0
 
 
-Outcome = Answer | Failure | Cut | Drop | Endless
+@dataclass(frozen=True)
+class RawAnswer:
+    """A whole response as recorded: the HTTP status, the JSON body and a few headers.
+
+    A 200 body is a ``chat.completion`` (streamed as one chunk per part when the client asks
+    for a stream, see :func:`~wopdsl.testing.chat_wire.stream_chunks`); any other status is
+    sent as it is, e.g. ``{"error": {...}}`` with a ``Retry-After`` header.
+    """
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Outcome = Answer | Failure | Cut | Drop | Endless | RawAnswer
 Scripted = Outcome | Callable[["CapturedRequest"], Outcome]
 
 
@@ -154,10 +176,12 @@ class ScriptedModelServer(LoopbackService):
         model_name: The ``model`` field of responses (default: the requested model).
         tls: A server-side TLS context (certificate loaded): serve HTTPS, and ``url`` is an
             ``https://`` address (its certificate must name ``127.0.0.1``).
+        port: The port to listen on (default: a free one).
     """
 
     def __init__(self, answers: list[Scripted] | None = None, *,
-                 model_name: str | None = None, tls: ssl.SSLContext | None = None) -> None:
+                 model_name: str | None = None, tls: ssl.SSLContext | None = None,
+                 port: int = 0) -> None:
         self._queues: dict[str | None, deque[Scripted]] = {None: deque(answers or [])}
         self.requests: list[CapturedRequest] = []
         """Every request received, in arrival order."""
@@ -167,6 +191,7 @@ class ScriptedModelServer(LoopbackService):
         self._lock = threading.Lock()
         self._counter = 0
         self._tls = tls
+        self._port = port
 
     # -- scripting -------------------------------------------------------------------------
 
@@ -194,13 +219,13 @@ class ScriptedModelServer(LoopbackService):
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> ScriptedModelServer:
-        """Listen on a free loopback port, serving from a daemon thread."""
+        """Listen on the loopback port (a free one by default), serving from a daemon thread."""
         owner = self
 
         class Handler(_Handler):
             server_owner = owner
 
-        server = _Server(("127.0.0.1", 0), Handler)
+        server = _Server(("127.0.0.1", self._port), Handler)
         server.daemon_threads = True
         if self._tls is not None:  # The handshake runs in the request's thread, on first read.
             server.socket = self._tls.wrap_socket(server.socket, server_side=True,
@@ -254,7 +279,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                       self.headers.items()}, body, member)
         with owner._lock:
             owner.requests.append(request)
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        if not self.path.rstrip("/").endswith("/chat/completions"):
             self._error(404, f"no route {self.path}")
             return
         scripted = owner._next(request)
@@ -276,22 +301,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif isinstance(scripted, Endless):
             self._endless(model, scripted)
+        elif isinstance(scripted, RawAnswer):
+            self._raw(scripted, request)
         elif isinstance(scripted, Failure):
             time.sleep(scripted.delay_s)
             headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
             self._error(scripted.status, scripted.message, headers)
         elif isinstance(scripted, Cut):
-            self._stream(model, scripted.text, None, scripted.chunks, 0.0, "stop",
-                         cut_after=scripted.after_chunks)
+            body = completion_body(owner._completion_id(), model, scripted.text)
+            self._stream(stream_chunks(body, pieces=scripted.chunks, include_usage=False),
+                         0.0, cut_after=scripted.after_chunks)
         else:
             time.sleep(scripted.delay_s)
+            answer = completion_body(owner._completion_id(), model, scripted.text,
+                                     finish_reason=scripted.finish_reason, usage=scripted.usage)
             if request.stream:
                 options = body.get("stream_options") or {}
-                usage = scripted.usage if options.get("include_usage") else None
-                self._stream(model, scripted.text, usage, scripted.chunks,
-                             scripted.chunk_delay_s, scripted.finish_reason)
+                self._stream(stream_chunks(answer, pieces=scripted.chunks,
+                                           include_usage=bool(options.get("include_usage"))),
+                             scripted.chunk_delay_s)
             else:
-                self._plain(model, scripted)
+                self._send(200, json.dumps(answer).encode())
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -309,36 +339,20 @@ class _Handler(BaseHTTPRequestHandler):
         body = {"error": {"message": message, "type": kind, "code": str(status)}}
         self._send(status, json.dumps(body).encode(), headers)
 
-    def _plain(self, model: str, answer: Answer) -> None:
-        body: dict[str, Any] = {
-            "id": self.server_owner._completion_id(), "object": "chat.completion",
-            "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "finish_reason": answer.finish_reason,
-                         "message": {"role": "assistant", "content": answer.text}}],
-        }
-        if answer.usage is not None:
-            body["usage"] = _usage(answer.usage)
-        self._send(200, json.dumps(body).encode())
+    def _raw(self, answer: RawAnswer, request: CapturedRequest) -> None:
+        if answer.status != 200 or not request.stream:
+            self._send(answer.status, json.dumps(answer.body).encode(), answer.headers)
+            return
+        options = request.body.get("stream_options") or {}
+        self._stream(stream_chunks(answer.body, include_usage=bool(options.get("include_usage"))),
+                     0.0)
 
-    def _stream(self, model: str, text: str, usage: tuple[int, int] | None, chunks: int,
-                delay: float, finish: str, *, cut_after: int | None = None) -> None:
+    def _stream(self, events: list[dict[str, Any]], delay: float, *,
+                cut_after: int | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        ident = self.server_owner._completion_id()
-        base = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": model}
-        size = max(1, -(-len(text) // max(1, chunks)))
-        pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
-        events: list[dict[str, Any]] = [{**base, "choices": [
-            {"index": 0, "delta": {"role": "assistant", "content": ""},
-             "finish_reason": None}]}]
-        events += [{**base, "choices": [{"index": 0, "delta": {"content": piece},
-                                         "finish_reason": None}]} for piece in pieces]
-        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        if usage is not None:
-            events.append({**base, "choices": [], "usage": _usage(usage)})
         for index, event in enumerate(events):
             if cut_after is not None and index > cut_after:
                 # The connection drops mid-stream: no terminating chunk, no [DONE].
@@ -374,7 +388,44 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _usage(usage: tuple[int, int]) -> dict[str, int]:
-    prompt, completion = usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+def main(argv: list[str] | None = None) -> int:
+    """``python -m wopdsl.testing.model_server ANSWERS.toml [--port P]``: serve until stopped.
+
+    The answers file is described in :mod:`wopdsl.testing.answers`.
+    """
+    import signal
+
+    from wopdsl.testing.answers import command_line
+
+    book, source, port = command_line(argv)  # exits 2, saying why, on a bad file
+
+    def answer(request: CapturedRequest) -> Answer | RawAnswer:
+        found = book.reply(request.body, request.member)
+        if isinstance(found, str):
+            return RawAnswer(400, {"error": {"message": found, "type": "invalid_request_error"}})
+        return Answer(found.content(), usage=found.usage, delay_s=found.delay_ms / 1000,
+                      chunks=1)
+
+    server = ScriptedModelServer(port=port)
+    server.default = answer
+    try:
+        server.start()
+    except OSError as exc:
+        print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror}\nhint: pick another "
+              "--port (0 takes a free one)", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as on Ctrl+C
+    print(server.url, flush=True)
+    print(f"serving {len(book.answers)} answer(s) from {source}; export "
+          f"OPENAI_BASE_URL={server.url}; stop with Ctrl+C", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

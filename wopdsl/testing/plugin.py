@@ -10,7 +10,8 @@ Fixtures:
     ``run_council``: a :class:`~wopdsl.testing.fixtures.CouncilRunner`; call it with a council
     file, a ``Council``, a ``CouncilSpec`` or spec data to run it on a fresh store with a fixed
     clock and deterministic ids (``handlers={"writer": fn}`` replaces bound handlers).
-    ``arun_council``: the same, awaitable, for async tests.
+    ``arun_council``: the same, awaitable, for async tests (an ``async def`` test asking for
+    it runs on a fresh event loop when no async plugin such as pytest-asyncio claims it).
     Every run these fixtures make is checked when the test ends, as ``wop check`` does (the
     bundled OpenWOP schemas and the log rules); a violation fails the test. Turn it off with
     ``wop_check = false`` in the pytest ini, or per test with ``@pytest.mark.wop_invalid_log``.
@@ -23,7 +24,12 @@ syrupy is optional: without it (or with ``-p no:syrupy``) the council fixtures s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+import asyncio
+import inspect
+import os
+import re
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -34,10 +40,14 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from wopdsl.run import Run
+    from wopdsl.testing.cassette import Cassette
 
-__all__ = ["arun_council", "pytest_addoption", "pytest_configure", "run_council"]
+__all__ = ["arun_council", "cassette_path", "pytest_addoption", "pytest_configure",
+           "pytest_pyfunc_call", "pytest_runtest_makereport", "record_enabled", "run_council"]
 
 _SNAPSHOT_PLUGIN = "wopdsl-snapshot"
+_CALL_REPORT = pytest.StashKey["pytest.TestReport"]()
+_UNSAFE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
 
 
 @pytest.fixture
@@ -48,9 +58,13 @@ def run_council(request: pytest.FixtureRequest) -> Iterator[CouncilRunner]:
     once it completes, fails or waits for human input. A relative council path is looked up
     beside the test file, then under the pytest rootdir, then in the working directory.
     """
-    runner = CouncilRunner(search_paths=[request.path.parent, request.config.rootpath])
+    cassette = _cassette(request)
+    runner = CouncilRunner(search_paths=[request.path.parent, request.config.rootpath],
+                           cassette=cassette)
     try:
         yield runner
+        if cassette is not None:
+            _finish_cassette(request, cassette)
         if _check_enabled(request.config) and not request.node.get_closest_marker(
                 "wop_invalid_log"):
             problems = runner.check()
@@ -78,19 +92,102 @@ class _SnapshotFixture:
         """Return syrupy's ``snapshot``, storing transcripts and event logs in readable files."""
         from wopdsl.testing.snapshot import CouncilSnapshotAssertion
 
-        return CouncilSnapshotAssertion(
-            session=snapshot.session,
-            extension_class=snapshot.extension_class,
-            test_location=snapshot.test_location,
-            update_snapshots=snapshot.update_snapshots,
-            include=snapshot.include,
-            exclude=snapshot.exclude,
-            matcher=snapshot.matcher,
-        )
+        return CouncilSnapshotAssertion.wrapping(snapshot)
+
+
+_OTHER_RUNNERS = ("asyncio", "anyio", "trio")
+"""Markers of the async plugins that run a coroutine test themselves when they claim it."""
+
+
+@pytest.hookimpl
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test that uses ``arun_council`` when no async plugin claims it.
+
+    So the guide's async tests work with ``wopdsl[testing]`` alone: the test runs on a fresh
+    event loop of its own (``asyncio.run``). A test that pytest-asyncio (a marker or
+    ``asyncio_mode = auto``), anyio (``anyio_backend``) or trio claims is left to that
+    plugin; so is every async test that does not ask for ``arun_council``.
+    """
+    function = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(function) or \
+            "arun_council" not in pyfuncitem.fixturenames or \
+            "anyio_backend" in pyfuncitem.funcargs or \
+            any(pyfuncitem.get_closest_marker(name) for name in _OTHER_RUNNERS):
+        return None
+    names = inspect.signature(function).parameters
+    arguments = {name: pyfuncitem.funcargs[name] for name in names
+                 if name in pyfuncitem.funcargs}
+    asyncio.run(function(**arguments))
+    return True
+
+
+def record_enabled(config: pytest.Config) -> bool:
+    """Whether this session records cassettes (``--wop-record``, or ``WOP_RECORD=1``)."""
+    flag = os.environ.get("WOP_RECORD", "").strip().lower() in {"1", "true", "yes", "on"}
+    return bool(config.getoption("wop_record", False)) or flag
+
+
+def cassette_path(request: pytest.FixtureRequest) -> Path:
+    """``__cassettes__/<test module>/<test name>.yaml`` beside the test (or the marker's path).
+
+    ``@pytest.mark.wop_cassette("name.yaml")`` names another file, relative to the test's
+    folder. A class's tests are named ``Class.test``; characters a file name cannot hold
+    become ``_``.
+    """
+    marker = request.node.get_closest_marker("wop_cassette")
+    folder = request.path.parent
+    named = (marker.args[0] if marker and marker.args else
+             marker.kwargs.get("path") if marker else None)
+    if named:
+        return folder / str(named)
+    name = ".".join(request.node.nodeid.split("::")[1:]) or request.node.name
+    return folder / "__cassettes__" / request.path.stem / f"{_UNSAFE.sub('_', name)}.yaml"
+
+
+def _cassette(request: pytest.FixtureRequest) -> Cassette | None:
+    if request.node.get_closest_marker("wop_cassette") is None:
+        return None
+    from wopdsl.testing.cassette import Cassette, CassetteMismatch
+
+    try:
+        return Cassette(cassette_path(request), record=record_enabled(request.config))
+    except CassetteMismatch as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _finish_cassette(request: pytest.FixtureRequest, cassette: Cassette) -> None:
+    __tracebackhide__ = True
+    problems = cassette.problems[cassette.reported:]
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+    if cassette.record:
+        cassette.save()
+        return
+    report = request.node.stash.get(_CALL_REPORT, None)
+    unused = cassette.unused()
+    if unused and report is not None and report.passed:
+        listed = "\n  ".join(e.where() for e in unused[:20])
+        pytest.fail(f"{cassette.shown} holds {len(unused)} exchange(s) the test no longer "
+                    f"makes:\n  {listed}\nre-record with `pytest --wop-record` (or "
+                    "WOP_RECORD=1) if the change is intended", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    """Keep the call phase's report, so a cassette's check knows whether the test passed."""
+    report = yield
+    if call.when == "call" and isinstance(report, pytest.TestReport):
+        item.stash[_CALL_REPORT] = report
+    return report
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``wop_check`` (ini, default true): check each run the council fixtures make."""
+    """``--wop-record``; ``wop_check`` (ini, default true): check each run the fixtures make."""
+    group = parser.getgroup("wopdsl")
+    group.addoption("--wop-record", action="store_true", dest="wop_record", default=False,
+                    help="run tests marked wop_cassette against their real models and "
+                         "(re)write their cassettes (also: WOP_RECORD=1)")
     parser.addini("wop_check", "check every run made by run_council / arun_council like "
                   "`wop check` (OpenWOP schemas and log rules) when the test ends",
                   type="bool", default=True)
@@ -104,6 +201,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the ``wop_invalid_log`` marker; add the council-aware ``snapshot`` fixture."""
     config.addinivalue_line("markers", "wop_invalid_log: this test makes runs whose logs "
                             "deliberately break `wop check` (skip the check)")
+    config.addinivalue_line("markers", "wop_cassette(path=None): replay the model calls of "
+                            "run_council / arun_council from a cassette beside the test "
+                            "(record it with --wop-record)")
     manager = config.pluginmanager
     if not manager.has_plugin("syrupy") or manager.has_plugin(_SNAPSHOT_PLUGIN):
         return

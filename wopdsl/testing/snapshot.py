@@ -17,6 +17,7 @@ stores a transcript with :class:`TranscriptSnapshot` and a ``run.events`` log wi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from wopdsl.testing.normalise import dump_events, is_transcript
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
     from syrupy.extensions.base import AbstractSyrupyExtension
-    from syrupy.types import PropertyFilter, PropertyMatcher, SerializedData, SnapshotIndex
+    from syrupy.types import PropertyFilter, PropertyMatcher, SerializedData
 
 __all__ = [
     "CouncilSnapshotAssertion",
@@ -44,11 +45,26 @@ __all__ = [
 class TextSnapshot(SingleFileSnapshotExtension):
     """One UTF-8 text file per assertion (``.txt``), written and read byte for byte.
 
-    Subclass it and set ``_file_extension`` for other text formats (see :class:`MermaidSnapshot`).
+    Subclass it and set ``file_extension`` for other text formats (see
+    :class:`MermaidSnapshot`). Works on every syrupy the ``testing`` extra allows: syrupy 5
+    renamed the hooks single-file extensions override (``_file_extension`` →
+    ``file_extension``, ``_read_snapshot_data_from_location`` →
+    ``read_snapshot_data_from_location``, ``_write_snapshot_collection`` →
+    ``write_snapshot_collection``); this class defines both spellings and keeps a subclass's
+    extension in both attributes, so either spelling works in a subclass too.
     """
 
     _write_mode = WriteMode.TEXT
-    _file_extension = "txt"
+    file_extension = "txt"
+    _file_extension = "txt"  # syrupy < 5 reads this name
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if "file_extension" in own:
+            cls._file_extension = own["file_extension"]
+        elif "_file_extension" in own:
+            cls.file_extension = own["_file_extension"]
 
     def serialize(self, data: Any, *, exclude: PropertyFilter | None = None,
                   include: PropertyFilter | None = None,
@@ -60,21 +76,28 @@ class TextSnapshot(SingleFileSnapshotExtension):
 
     # Newlines are not translated: a message holding "\r\n" must read back exactly as written,
     # and a snapshot written on Windows must match on Linux.
-    def _read_snapshot_data_from_location(self, *, snapshot_location: str, snapshot_name: str,
-                                          session_id: str) -> str | None:
+    def read_snapshot_data_from_location(self, *, snapshot_location: str, snapshot_name: str,
+                                         session_id: str) -> str | None:
+        """Return the file's text exactly as stored (``None`` when there is no file)."""
         try:
             with open(snapshot_location, encoding="utf-8", newline="") as handle:
                 return handle.read()
         except FileNotFoundError:
             return None
 
+    _read_snapshot_data_from_location = read_snapshot_data_from_location  # syrupy < 5
+
     @classmethod
-    def _write_snapshot_collection(cls, *, snapshot_collection: SnapshotCollection) -> None:
+    def write_snapshot_collection(cls, *, snapshot_collection: SnapshotCollection,
+                                  **_options: Any) -> None:
+        """Write the one snapshot of the collection as UTF-8, newlines untouched."""
         data = next(iter(snapshot_collection)).data
         if not isinstance(data, str):
             raise TypeError(f"{cls.__name__} writes text; got {type(data).__name__}")
         with open(snapshot_collection.location, "w", encoding="utf-8", newline="") as handle:
             handle.write(data)
+
+    _write_snapshot_collection = write_snapshot_collection  # syrupy < 5
 
 
 class TranscriptSnapshot(TextSnapshot):
@@ -98,7 +121,7 @@ class TranscriptSnapshot(TextSnapshot):
 class MermaidSnapshot(TextSnapshot):
     """A Mermaid diagram (``council.compile().to_mermaid()``) as an ``.mmd`` file."""
 
-    _file_extension = "mmd"
+    file_extension = "mmd"
 
 
 class EventLogSnapshot(TextSnapshot):
@@ -112,7 +135,7 @@ class EventLogSnapshot(TextSnapshot):
     Accepts ``run.events``, the ``Run`` itself, or any list of event dicts.
     """
 
-    _file_extension = "json"
+    file_extension = "json"
 
     def serialize(self, data: Any, *, exclude: PropertyFilter | None = None,
                   include: PropertyFilter | None = None,
@@ -151,6 +174,18 @@ class CouncilSnapshotAssertion(SnapshotAssertion):
     _routes = True
     _explicit = False
 
+    @classmethod
+    def wrapping(cls, snapshot: SnapshotAssertion) -> CouncilSnapshotAssertion:
+        """Return a council-aware copy of syrupy's ``snapshot`` fixture value.
+
+        Every constructor field the installed syrupy defines is carried over (newer versions
+        add some, e.g. ``update_new_snapshots_only`` in 6.0), so the copy behaves as the
+        original does under every command-line option.
+        """
+        fields = {f.name: getattr(snapshot, f.name)
+                  for f in dataclasses.fields(snapshot) if f.init}
+        return cls(**fields)
+
     def with_defaults(self, *, exclude: PropertyFilter | None = None,
                       include: PropertyFilter | None = None,
                       matcher: PropertyMatcher | None = None,
@@ -163,17 +198,16 @@ class CouncilSnapshotAssertion(SnapshotAssertion):
             copy._routes = self._routes and extension_class is None
         return copy
 
-    def __call__(self, *, diff: SnapshotIndex | None = None,
-                 exclude: PropertyFilter | None = None,
-                 include: PropertyFilter | None = None,
-                 extension_class: type[AbstractSyrupyExtension] | None = None,
-                 matcher: PropertyMatcher | None = None,
-                 name: SnapshotIndex | None = None) -> SnapshotAssertion:
-        """Set options for the next assertion (see syrupy's ``SnapshotAssertion``)."""
-        if extension_class is not None:
+    def __call__(self, **options: Any) -> SnapshotAssertion:
+        """Set options for the next assertion (syrupy's ``SnapshotAssertion.__call__``).
+
+        Every option of the installed syrupy passes through (``name``, ``extension_class``,
+        ``exclude``, ``include``, ``matcher``, ``diff`` …); naming an extension turns routing
+        off for that assertion.
+        """
+        if options.get("extension_class") is not None:
             self._explicit = True
-        return super().__call__(diff=diff, exclude=exclude, include=include,
-                                extension_class=extension_class, matcher=matcher, name=name)
+        return super().__call__(**options)
 
     def __eq__(self, other: object) -> bool:
         try:

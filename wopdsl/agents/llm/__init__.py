@@ -13,16 +13,20 @@ from wopdsl.agents.llm.prompts import (
     PromptTemplates,
     RoomView,
 )
+from wopdsl.agents.llm.tap import CALL_SITE, CallSite, ModelTap
 
 __all__ = [
+    "CALL_SITE",
     "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_TURN_PROMPT",
     "REPAIR_PROMPT",
     "AnswerProblem",
     "CallFailure",
+    "CallSite",
     "Completion",
     "ComposedPrompt",
     "LlmAgent",
+    "ModelTap",
     "ProfileClient",
     "PromptTemplates",
     "RoomView",

@@ -20,6 +20,7 @@ from wopdsl.agents.llm.answers import AnswerBounds, AnswerProblem, check_answer,
 from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
 from wopdsl.agents.llm.endpoint import resolve
 from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
+from wopdsl.agents.llm.tap import CALL_SITE, CallSite
 from wopdsl.errors import TurnError
 from wopdsl.model.turns import Turn
 
@@ -111,6 +112,7 @@ class LlmAgent(MemberAgent):
 
     async def take_recorded_turn(self, turn: Turn, recorder: TurnRecorder) -> object:
         """Compose the prompt, call the model, check the answer, repair it if needed."""
+        CALL_SITE.set(CallSite(self.member, turn.turn, recorder))  # this turn's own task
         requestable = recorder.requestable
         spent = self._others - requestable
         try:

@@ -27,6 +27,7 @@ from wopdsl.agents.llm.endpoint import Endpoint
 from wopdsl.agents.llm.failures import CallFailure, failure_of, is_stale_connection
 from wopdsl.agents.llm.redact import Redactor, redactor
 from wopdsl.agents.llm.tls import tls_context, tls_context_ready
+from wopdsl.agents.llm.tap import CALL_SITE, ModelTap
 from wopdsl.model.llm import ModelProfile
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_MS", "CallFailure", "Completion", "ProfileClient"]
@@ -72,6 +73,9 @@ class ProfileClient:
         self._semaphore: asyncio.Semaphore | None = None
         self._clients: dict[tuple[str | None, str], Any] = {}
         self._users = 0
+        self.tap: ModelTap | None = None
+        """Tests only: send calls where the tap says, with ``wop-*`` headers (see
+        :mod:`wopdsl.agents.llm.tap`). ``None`` (always, outside tests): the profile's server."""
 
     # -- lifetime: one set of connections per event loop, closed when its last run stops ---
 
@@ -106,11 +110,14 @@ class ProfileClient:
             await asyncio.to_thread(_prepare)
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Timeout
 
-        cache_key = (endpoint.url, key)
+        url = endpoint.url
+        if self.tap is not None:
+            url = self.tap.base_url(self.name, url)
+        cache_key = (url, key)
         client = self._clients.get(cache_key)
         if client is None:
             timeout = Timeout(self.deadline_s, connect=min(self.deadline_s, _CONNECT_TIMEOUT_S))
-            client = AsyncOpenAI(api_key=key, base_url=endpoint.url, max_retries=0,
+            client = AsyncOpenAI(api_key=key, base_url=url, max_retries=0,
                                  timeout=timeout,
                                  http_client=DefaultAsyncHttpxClient(verify=tls_context()))
             self._clients[cache_key] = client
@@ -146,6 +153,9 @@ class ProfileClient:
         assert self._semaphore is not None
         async with self._semaphore:
             try:
+                site = CALL_SITE.get()
+                if self.tap is not None and site is not None:
+                    request = {**request, "extra_headers": site.headers()}
                 async with asyncio.timeout(self.deadline_s):
                     return await self._send(request, on_text, endpoint, key, redact,
                                             max_bytes)

@@ -1,0 +1,129 @@
+"""The scripted model server from the command line, and a real ``wop run`` against it.
+
+``python -m wopdsl.testing.model_server ANSWERS.toml`` runs as a subprocess (as the LLM guide
+shows), prints its URL, and a ``wop run`` subprocess runs ``councils/llm-review.toml`` with
+``$OPENAI_BASE_URL`` pointing at it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSWERS = ROOT / "examples" / "llm-review.answers.toml"
+WOP = Path(sys.executable).with_name("wop")
+
+
+@contextmanager
+def model_server(answers: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    with subprocess.Popen(
+            [sys.executable, "-m", "wopdsl.testing.model_server", str(answers), "--port", "0",
+             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            yield server, server.stdout.readline().strip()
+        finally:
+            if server.poll() is None:
+                server.send_signal(signal.SIGINT)
+                server.wait(timeout=30)
+
+
+def wop_run(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_BASE_URL": url}
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.run([str(WOP), "run", *args, "--store", str(tmp_path / "runs.db")],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_council_of_models_runs_against_answers_from_a_file(tmp_path: Path) -> None:
+    with model_server(ANSWERS) as (server, url):
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+
+        result = wop_run(tmp_path, url, str(ROOT / "councils" / "llm-review.toml"))
+
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 0
+        assert server.stderr is not None
+        assert f"export OPENAI_BASE_URL={url}" in server.stderr.read()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[desk] proposer team/proposer/1/0 @critic: Move to trunk-based development" in \
+        result.stdout
+    assert "[desk] critic team/critic/2/0 @proposer: The weakest claim is that feature flags" \
+        in result.stdout
+    assert "[desk] proposer team/proposer/3/0: Fair: schema changes go behind" in result.stdout
+    assert "total: 655 tokens (530 in, 125 out), 3 calls" in result.stdout  # the file's usage
+    assert "completed: run llm-review-" in result.stdout
+
+
+def test_a_call_no_answer_fits_fails_the_turn_naming_member_and_turn(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.toml"
+    answers.write_text('[[answers]]\nmember = "proposer"\nturn = 1\nsummary = "Asked."\n'
+                       'posts = [{room = "desk", text = "Critic?", mentions = ["critic"]}]\n',
+                       encoding="utf-8")
+    with model_server(answers) as (_server, url):
+        result = wop_run(tmp_path, url, str(ROOT / "councils" / "llm-review.toml"))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "MODEL_ERROR" in result.stdout + result.stderr
+    assert "no entry of the answers file fits member critic, turn 1" in \
+        result.stdout + result.stderr
+
+
+def test_a_bad_answers_file_is_refused_with_where_and_how(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[[answers]]\nmember = "a"\nturn = "one"\nsumary = "x"\n',
+                      encoding="utf-8")
+    not_toml = tmp_path / "not.toml"
+    not_toml.write_text('[[answers]]\nmember = \n', encoding="utf-8")
+
+    for path, expected in [
+        (broken, [f"error: {broken}: answers[0].turn: Input should be a valid integer",
+                  f"{broken}: answers[0].sumary: Extra inputs are not permitted",
+                  "hint: each [[answers]] entry takes"]),
+        (not_toml, [f"error: {not_toml}:2:10: not valid TOML: Invalid value"]),
+        (tmp_path / "missing.toml", ["cannot read the answers file: No such file"]),
+    ]:
+        result = subprocess.run([sys.executable, "-m", "wopdsl.testing.model_server",
+                                 str(path), "--port", "0"], capture_output=True, text=True,
+                                timeout=120, check=False)
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        for line in expected:
+            assert line in result.stderr, result.stderr
+
+
+def test_a_port_in_use_is_refused_with_a_hint() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "wopdsl.testing.model_server",
+                                 str(ANSWERS), "--port", str(port)], capture_output=True,
+                                text=True, timeout=120, check=False)
+
+    assert result.returncode == 2
+    assert f"error: cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "hint: pick another --port (0 takes a free one)" in result.stderr
+
+
+def test_the_llm_guides_answers_file_is_valid(tmp_path: Path) -> None:
+    from wopdsl.testing.answers import load_answers
+
+    guide = (ROOT / "docs" / "guides" / "llm.md").read_text(encoding="utf-8")
+    section = guide.split("## Trying a council without a model", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "answers.toml").write_text(block, encoding="utf-8")
+
+    book = load_answers(tmp_path / "answers.toml")
+
+    assert [(a.member, a.turn) for a in book.answers] == [("proposer", 1), ("critic", None)]
+    assert book.answers[0].content() == {"summary": "Proposed a plan and asked for critique.",
+                                         "posts": [{"roomId": "desk", "mentions": ["critic"],
+                                                    "text": "Ship it in two steps. Critic?"}]}
