@@ -26,8 +26,8 @@ from wopdsl.agents.llm.answers import BOUND_KEYWORDS, strip_bounds
 from wopdsl.agents.llm.endpoint import Endpoint
 from wopdsl.agents.llm.failures import CallFailure, failure_of, is_stale_connection
 from wopdsl.agents.llm.redact import Redactor, redactor
-from wopdsl.agents.llm.tls import tls_context, tls_context_ready
 from wopdsl.agents.llm.tap import CALL_SITE, ModelTap
+from wopdsl.agents.llm.tls import tls_context, tls_context_ready
 from wopdsl.model.llm import ModelProfile
 
 __all__ = ["DEFAULT_CALL_TIMEOUT_MS", "CallFailure", "Completion", "ProfileClient"]
