@@ -290,4 +290,6 @@ def _model_name(reported: Any, requested: str, redact: Redactor) -> str:
 
 def _tokens(usage: Any, name: str) -> int | None:
     value = getattr(usage, name, None) if usage is not None else None
-    return value if isinstance(value, int) and 0 <= value < 2**53 else None
+    # A count beyond belief is the agent's to replace, with a note (agent._usable).
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
