@@ -181,20 +181,35 @@ def test_the_store_creates_its_tables_once_and_records_the_version(pg_url: str) 
     try:
         assert errors == [] and len(stores) == 4
         with psycopg.connect(pg_url) as conn:
-            assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(1,)]
+            assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(2,)]
             tables = {r[0] for r in conn.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-        assert tables == {"wopdsl_schema", "wopdsl_runs", "wopdsl_events"}
+        assert tables == {"wopdsl_schema", "wopdsl_runs", "wopdsl_events", "wopdsl_private"}
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_version_1_database_is_migrated_to_keep_private_records(pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # what wopdsl 0.1 left behind
+        conn.execute("DROP TABLE wopdsl_private")
+        conn.execute("UPDATE wopdsl_schema SET version = 1")
+    store = PostgresStore(pg_url)
+    try:
+        store.save_private("r1", {"k": "v"})
+        assert store.read_private("r1") == {"k": "v"}
+    finally:
+        store.close()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(2,)]
 
 
 def test_a_newer_schema_is_refused(pg_url: str) -> None:
     PostgresStore(pg_url).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE wopdsl_schema SET version = 99")
-    text = _refused(pg_url, "schema version 99", "newer than this wopdsl understands (1)",
+    text = _refused(pg_url, "schema version 99", "newer than this wopdsl understands (2)",
                     "upgrade wopdsl")
     assert "127.0.0.1" in text
 

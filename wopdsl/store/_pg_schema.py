@@ -17,7 +17,7 @@ from wopdsl.store._pg_connect import Target
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The layout this module writes, kept in ``wopdsl_schema.version``."""
 
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -67,7 +67,25 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
             RETURN held;
         END $$""",
     ),
+    # A run's private records beside its log (EventStore.save_private): tool arguments and
+    # results that the events carry only as hashes.
+    2: (
+        """CREATE TABLE wopdsl_private (
+            run_id text NOT NULL,
+            key    text NOT NULL,
+            value  text NOT NULL,
+            PRIMARY KEY (run_id, key)
+        )""",
+    ),
 }
+
+SAVE_PRIVATE: Final = (
+    "INSERT INTO wopdsl_private (run_id, key, value) SELECT %s, k, v FROM unnest(%s::text[], "
+    "%s::text[]) AS x(k, v) ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value"
+)
+READ_PRIVATE: Final = (
+    "SELECT key, value FROM wopdsl_private WHERE run_id = %s AND left(key, %s) = %s"
+)
 
 APPEND: Final = "SELECT wopdsl_append(%s, %s, %b, %b, %s, %s, %s)"
 SELECT_LAST: Final = "SELECT max(sequence) FROM wopdsl_events WHERE run_id = %s"
