@@ -9,6 +9,7 @@ from wopdsl.model.turns import Turn
 
 if TYPE_CHECKING:
     from wopdsl.agents.budget import RunBudget
+    from wopdsl.agents.tools.journal import ToolJournal
 
 __all__ = ["MemberAgent", "TurnRecorder", "turn_context"]
 
@@ -26,6 +27,12 @@ class TurnRecorder(Protocol):
     """The turn's current attempt (0-based; raised by :meth:`retried`)."""
     budget: RunBudget | None
     """The run's budget, shared by the turns in flight (``None``: no limits, no usage)."""
+    position: int
+    """The turn's dispatch position in the run."""
+
+    @property
+    def journal(self) -> ToolJournal:
+        """What the turn's tool calls keep, for exactly-once effects (DESIGN.md §20)."""
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:
         """Append one event (``prompt.composed``, ``provider.usage``, ``budget.*`` …)."""

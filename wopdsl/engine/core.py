@@ -240,7 +240,14 @@ class Engine(HumanDoor, Settling, LiveRecords):
         if state.inflight:
             # Resume: a turn that started but never completed runs again as attempt + 1,
             # its unfinished attempt closed by node.retried first (never started twice).
-            batch = sorted(state.inflight.values(), key=lambda i: i.position)
+            # A turn waiting for an approval runs again once it is decided; until then the
+            # run waits (nothing else is dispatched).
+            batch = sorted((i for i in state.inflight.values() if not i.suspended),
+                           key=lambda i: i.position)
+            if not batch:
+                if flush:
+                    self._flush()
+                return None
             for inflight in batch:
                 if not inflight.retried:  # a failed turn's retry already said node.retried
                     self._emit("node.retried",

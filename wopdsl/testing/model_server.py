@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "ScriptedModelServer"]
+from wopdsl.testing._tool_answers import ToolCalls
+
+__all__ = ["Answer", "CapturedRequest", "Cut", "Failure", "ScriptedModelServer", "ToolCalls"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
 
@@ -96,7 +98,8 @@ class Cut:
         return self.content if isinstance(self.content, str) else json.dumps(self.content)
 
 
-Scripted = Answer | Failure | Cut | Callable[["CapturedRequest"], "Answer | Failure | Cut"]
+Scripted = Answer | Failure | Cut | ToolCalls | Callable[
+    ["CapturedRequest"], "Answer | Failure | Cut | ToolCalls"]
 
 
 @dataclass
@@ -138,6 +141,7 @@ class ScriptedModelServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        self._calls = 0
         self._tls = tls
 
     # -- scripting -------------------------------------------------------------------------
@@ -257,6 +261,9 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(scripted.delay_s)
             headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
             self._error(scripted.status, scripted.message, headers)
+        elif isinstance(scripted, ToolCalls):  # a model in a tool loop (DESIGN.md §20)
+            time.sleep(scripted.delay_s)
+            self._tool_calls(model, scripted, request.stream)
         elif isinstance(scripted, Cut):
             self._stream(model, scripted.text, None, scripted.chunks, 0.0, "stop",
                          cut_after=scripted.after_chunks)
@@ -296,6 +303,34 @@ class _Handler(BaseHTTPRequestHandler):
         if answer.usage is not None:
             body["usage"] = _usage(answer.usage)
         self._send(200, json.dumps(body).encode())
+
+    def _tool_calls(self, model: str, answer: ToolCalls, stream: bool) -> None:
+        owner = self.server_owner
+        with owner._lock:
+            first, owner._calls = owner._calls, owner._calls + len(answer.calls)
+        base = {"id": owner._completion_id(), "created": int(time.time()), "model": model}
+        usage = {"usage": _usage(answer.usage)} if answer.usage is not None else {}
+        if not stream:
+            self._send(200, json.dumps({**base, "object": "chat.completion", **usage,
+                                        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                                     "message": answer.message(first)}]}
+                                       ).encode())
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = {**base, "object": "chat.completion.chunk"}
+        events = [{**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                  for delta in answer.deltas(first)]
+        events.append({**chunk, "choices": [{"index": 0, "delta": {},
+                                             "finish_reason": "tool_calls"}]})
+        if usage:
+            events.append({**chunk, "choices": [], **usage})
+        for event in events:
+            self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
 
     def _stream(self, model: str, text: str, usage: tuple[int, int] | None, chunks: int,
                 delay: float, finish: str, *, cut_after: int | None = None) -> None:

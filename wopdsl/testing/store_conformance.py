@@ -95,8 +95,10 @@ class StoreConformance(AppendAndRead):
         raise NotImplementedError
 
     def private_store(self, tmp_path: Path) -> EventStore:
-        """Capability: a new store that keeps private records (``save_private``); usually
-        ``return self.make_store(tmp_path)``."""
+        """Capability: a new store that keeps private records (``save_private``).
+
+        Usually ``return self.make_store(tmp_path)``.
+        """
         raise NotImplementedError
 
     @pytest.fixture
@@ -126,8 +128,10 @@ class StoreConformance(AppendAndRead):
 
     @_needs("private_store")
     def test_private_records_are_kept_per_run(self, tmp_path: Path) -> None:
-        """Capability private_store: saved records read back by prefix, replaced by key,
-        never shared between runs, and kept by a second handle on the same storage."""
+        """Capability private_store: records read back by prefix, replaced by key.
+
+        Never shared between runs, and kept by a second handle on the same storage.
+        """
         store = self.private_store(tmp_path)
         try:
             assert store.read_private("r1") == {}

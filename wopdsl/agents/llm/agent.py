@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wopdsl.agents.base import MemberAgent, TurnRecorder
 from wopdsl.agents.budget import estimate_tokens
 from wopdsl.agents.llm.answers import AnswerProblem, check_answer, result_schema
 from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
 from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
-from wopdsl.errors import TurnError
+from wopdsl.errors import TurnError, TurnSuspended
 from wopdsl.model.turns import Turn
+
+if TYPE_CHECKING:
+    from wopdsl.agents.tools.toolset import Toolset
 
 __all__ = ["REPAIR_PROMPT", "LlmAgent"]
 
@@ -41,6 +44,7 @@ class LlmAgent(MemberAgent):
         temperature: The effective temperature (``None``: the server's default).
         max_output_tokens: The effective completion-token cap per call.
         repair_attempts: How often an invalid answer is re-asked.
+        toolset: The member's tools (DESIGN.md §20; the loop is in ``agents/llm/tools.py``).
     """
 
     kind: ClassVar[str] = "llm"
@@ -48,7 +52,7 @@ class LlmAgent(MemberAgent):
 
     def __init__(self, member: str, client: ProfileClient, templates: PromptTemplates, *,
                  temperature: float | None, max_output_tokens: int,
-                 repair_attempts: int) -> None:
+                 repair_attempts: int, toolset: Toolset | None = None) -> None:
         self.member = member
         self.client = client
         self.profile = client.profile
@@ -60,23 +64,34 @@ class LlmAgent(MemberAgent):
         self.schema = result_schema(self.rooms)
         self.provenance: dict[str, str] | None = {"provider": self.profile.provider,
                                                   "model": self.profile.model}
+        self.toolset = toolset
 
     async def start(self) -> None:
-        """Count a run using the profile's connections."""
+        """Count a run using the profile's connections (and start the member's MCP servers)."""
         await self.client.acquire()
+        if self.toolset is not None:
+            try:
+                await self.toolset.open()
+            except BaseException:
+                await self.client.release()
+                raise
 
     async def stop(self) -> None:
         """Release them (the last run closes them)."""
+        if self.toolset is not None:
+            await self.toolset.close()
         await self.client.release()
 
     async def take_turn(self, turn: Turn) -> object:
         """Not used: the engine calls :meth:`take_recorded_turn` (``records = True``)."""
         raise TurnError("TEAM_NODE_FAILED", "llm members run through the engine's recorder")
 
-    def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def request(self, messages: list[dict[str, Any]], *, tools: bool = True) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for these messages."""
         request: dict[str, Any] = {"model": self.profile.model, "messages": messages,
                                    "max_tokens": self.max_output_tokens}
+        if tools and self.toolset is not None and self.toolset.tools:
+            request["tools"] = self.toolset.definitions()
         if self.temperature is not None:
             request["temperature"] = self.temperature
         if self.profile.structured_output == "json_schema":
@@ -99,11 +114,31 @@ class LlmAgent(MemberAgent):
                             ) from None
         recorder.record("prompt.composed", composed.event(
             recorder.node_id, full=self.profile.observability == "full"))
-        messages = [{"role": "system", "content": composed.system},
-                    {"role": "user", "content": composed.user}]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": composed.system},
+                                          {"role": "user", "content": composed.user}]
+        if self.toolset is None:
+            return await self._answer(messages, recorder, None)
+        from wopdsl.agents.llm.tools import ToolLoop  # tools (DESIGN.md §20)
+
+        loop = ToolLoop(self, self.toolset, recorder)
+        outcome = "failed"
+        try:
+            result = await self._answer(messages, recorder, loop)
+            outcome = "completed"
+            return result
+        except (asyncio.CancelledError, TurnSuspended):
+            outcome = "cancelled"
+            raise
+        finally:
+            loop.close(outcome)
+
+    async def _answer(self, messages: list[dict[str, Any]], recorder: TurnRecorder,
+                      loop: Any) -> object:
+        """Call the model (through the tool loop, if any), check the answer, repair it."""
         attempts = self.repair_attempts + 1
         for attempt in range(1, attempts + 1):
-            completion = await self._call(messages, recorder)
+            completion = await (loop.answer(messages) if loop is not None
+                                else self._call(messages, recorder))
             try:
                 if completion.finish_reason == "refusal":
                     raise AnswerProblem("refusal", "the model refused to answer")
@@ -127,10 +162,10 @@ class LlmAgent(MemberAgent):
                                 {"reason": problem.reason, "attempts": attempt}) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _call(self, messages: list[dict[str, str]],
-                    recorder: TurnRecorder) -> Completion:
+    async def _call(self, messages: list[dict[str, Any]], recorder: TurnRecorder, *,
+                    tools: bool = True) -> Completion:
         """One model call: budget reservation, transport retries, usage."""
-        request = self.request(messages)
+        request = self.request(messages, tools=tools)
         prompt_tokens = estimate_tokens(json.dumps(messages, ensure_ascii=False))
         worst_tokens = prompt_tokens + self.max_output_tokens
         worst_cost = self.profile.cost_usd(prompt_tokens, self.max_output_tokens)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from wopdsl.agents.llm._tool_calls import StreamedCalls, ToolCall, calls_of
 from wopdsl.model.llm import ModelProfile
 
 __all__ = ["CallFailure", "Completion", "ProfileClient"]
@@ -61,6 +62,8 @@ class Completion:
     output_tokens: int | None
     finish_reason: str | None
     model: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The functions the model asked to call (DESIGN.md §20), in order."""
 
 
 class CallFailure(Exception):
@@ -168,6 +171,7 @@ class ProfileClient:
     async def _stream(self, client: Any, request: dict[str, Any],
                       on_text: Callable[[str], None] | None) -> Completion:
         parts: list[str] = []
+        calls = StreamedCalls()  # tools (DESIGN.md §20)
         finish: str | None = None
         usage: Any = None
         model = request["model"]
@@ -179,6 +183,8 @@ class ProfileClient:
                     usage = chunk.usage
                 for choice in chunk.choices or []:
                     piece = choice.delta.content if choice.delta is not None else None
+                    if choice.delta is not None:
+                        calls.add(getattr(choice.delta, "tool_calls", None))
                     if piece:
                         parts.append(piece)
                         if on_text is not None:
@@ -191,7 +197,7 @@ class ProfileClient:
             raise CallFailure("the stream ended before the answer was complete",
                               retryable=True)
         return Completion("".join(parts), _tokens(usage, "prompt_tokens"),
-                          _tokens(usage, "completion_tokens"), finish, model)
+                          _tokens(usage, "completion_tokens"), finish, model, calls.calls())
 
     def _failure(self, exc: Exception, key: str) -> CallFailure:
         import openai
@@ -244,7 +250,7 @@ def _completion(response: Any, model: str) -> Completion:
                           response.model or model)
     return Completion(text, _tokens(response.usage, "prompt_tokens"),
                       _tokens(response.usage, "completion_tokens"), choice.finish_reason,
-                      response.model or model)
+                      response.model or model, calls_of(message))
 
 
 def _tokens(usage: Any, name: str) -> int | None:

@@ -18,7 +18,8 @@ from wopdsl.model.tools import (
     ToolPolicy,
 )
 
-__all__ = ["Policy", "Tool", "ToolFault", "ToolOutput", "ToolSetupError", "as_text"]
+__all__ = ["Policy", "Tool", "ToolFault", "ToolOutput", "ToolSetupError", "Transport",
+           "as_text"]
 
 Transport = Literal["native", "mcp"]
 """How a tool is reached (RFC 0064 ``transport``)."""
@@ -39,8 +40,11 @@ class ToolSetupError(Exception):
 
 
 class ToolFault(Exception):
-    """A call that failed in a way the model is told about (invalid arguments, the tool raised,
-    a timeout, an oversized result): ``code`` names the kind, ``message`` is for the model."""
+    """A call that failed in a way the model is told about.
+
+    Invalid arguments, the tool raised, a timeout, an oversized result: ``code`` names the
+    kind, ``message`` is for the model.
+    """
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

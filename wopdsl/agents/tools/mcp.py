@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from wopdsl.agents.tools.base import Tool, ToolFault, ToolOutput, ToolSetupError
+from wopdsl.agents.tools.base import Tool, ToolFault, ToolOutput, ToolSetupError, Transport
 from wopdsl.model.tools import McpServerSpec, tool_name
 
 __all__ = ["McpConnection", "McpTool", "ServerDied"]
@@ -178,8 +178,8 @@ class McpConnection:
                                      hint="set them, or remove them from env")
             env = get_default_environment() | {name: os.environ[name] for name in spec.env}
             command = sys.executable if spec.command in ("python", "python3") else spec.command
-            self._stderr = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8",
-                                                                      errors="replace"))
+            errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            self._stderr = stack.enter_context(errlog)
             params = StdioServerParameters(command=command, args=list(spec.args), env=env,
                                            cwd=str(self.base_dir) if self.base_dir else None)
             return stdio_client(params, errlog=self._stderr)
@@ -257,7 +257,7 @@ class McpConnection:
 class McpTool(Tool):
     """One tool of an MCP server, as the model sees it."""
 
-    transport: ClassVar = "mcp"  # type: ignore[misc]
+    transport: ClassVar[Transport] = "mcp"
 
     def __init__(self, connection: McpConnection, listed: Any) -> None:
         self.connection = connection

@@ -5,7 +5,7 @@ A tool is a module-level function with annotated parameters, sync or async::
     def restart_service(name: str, force: bool = False) -> str:
         \"\"\"Restart a service on the host.
 
-        Args:
+Args:
             name: The systemd unit, e.g. ``nginx``.
             force: Kill it if it does not stop.
         \"\"\"
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic import ValidationError as PydanticValidationError
 
 from wopdsl.agents._workers import HandlerRaised, run_in_worker
-from wopdsl.agents.tools.base import Tool, ToolFault, ToolOutput, as_text
+from wopdsl.agents.tools.base import Tool, ToolFault, ToolOutput, Transport, as_text
 from wopdsl.model.tools import tool_name
 
 __all__ = ["PythonTool", "describe_function"]
@@ -79,12 +79,12 @@ class PythonTool(Tool):
         TypeError: a parameter is unannotated, positional-only or variadic.
     """
 
-    transport: ClassVar = "native"  # type: ignore[misc]
+    transport: ClassVar[Transport] = "native"
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
                  reference: str | None = None) -> None:
         self.fn = fn
-        self.name = tool_name(name or getattr(fn, "__name__", "tool"))
+        self.name = tool_name(name or str(getattr(fn, "__name__", "tool")))
         self.reference = reference or self.name
         self.description, docs = describe_function(fn)
         self._model = _arguments_model(fn, docs)
@@ -148,8 +148,9 @@ def _arguments_model(fn: Callable[..., Any], docs: dict[str, str]) -> type[BaseM
         fields[param.name] = (hints[param.name],
                               Field(default, description=docs.get(param.name) or None))
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
-    return create_model(f"{getattr(fn, '__name__', 'tool')}_arguments",  # type: ignore[call-overload,no-any-return]
-                        __config__=config, **fields)
+    model: type[BaseModel] = create_model(f"{getattr(fn, '__name__', 'tool')}_arguments",
+                                          __config__=config, **fields)
+    return model
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ class Toolset:
     @property
     def servers(self) -> list[McpConnection]:
         """The MCP servers this member's tools live on."""
-        names = dict.fromkeys(parse_tool_ref(ref).server for ref in self.remote)
+        names = dict.fromkeys(parse_tool_ref(ref).server or "" for ref in self.remote)
         return [self.connections[name] for name in names if name in self.connections]
 
     def policy(self, name: str) -> Policy:

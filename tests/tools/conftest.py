@@ -1,0 +1,66 @@
+"""Fixtures for members with tools: the scripted model server, an effects file, councils."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+
+from wopdsl import Council
+from wopdsl.testing.model_server import ScriptedModelServer
+
+KEY_ENV = "WOPDSL_TEST_MODEL_KEY"
+EFFECTS_ENV = "WOPDSL_TEST_EFFECTS"
+"""The file the test tools append one line to per effect (they count their own effects)."""
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]:
+    """A started scripted server; ``OPENAI_BASE_URL`` points at it."""
+    with ScriptedModelServer() as model_server:
+        monkeypatch.setenv("OPENAI_BASE_URL", model_server.url)
+        monkeypatch.setenv(KEY_ENV, "sk-test-0000")
+        yield model_server
+
+
+@pytest.fixture
+def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The effects file (empty); the test tools append to it."""
+    path = tmp_path / "effects.jsonl"
+    path.write_text("")
+    monkeypatch.setenv(EFFECTS_ENV, str(path))
+    return path
+
+
+def effects_in(path: Path) -> list[dict[str, Any]]:
+    """The effects the tools recorded, in order."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def record_effect(**fields: Any) -> None:
+    """What a test tool does: one line in the effects file, flushed at once."""
+    with open(os.environ[EFFECTS_ENV], "a", encoding="utf-8") as out:
+        out.write(json.dumps(fields) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def tool_council(*, tools: list[str], policy: dict[str, dict[str, Any]] | None = None,
+                 profile: dict[str, Any] | None = None, humans: tuple[str, ...] = (),
+                 member: dict[str, Any] | None = None, **settings: Any) -> Council:
+    """One llm member ``sre`` with ``tools`` in room ``ops`` (and any human members)."""
+    council = Council("ops-team", task="Fix the outage.", **settings)
+    council.model("m", model="test-model", api_key_env=KEY_ENV,
+                  **{"retry_backoff_ms": 1, **(profile or {})})
+    council.room("ops", members=["sre", *humans])
+    council.add_member("sre", role="sre", engine="llm", model="m", tools=tools,
+                       tool_policy=policy, **(member or {}))
+    for human in humans:
+        council.human(human)
+    return council
