@@ -40,7 +40,10 @@ def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def effects_in(path: Path) -> list[dict[str, Any]]:
     """The effects the tools recorded, in order."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
 
 
 def record_effect(**fields: Any) -> None:
