@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "_ids": 0,
     "_lazy": 0,
+    "_sync": 0,
     "model": 1,
     "protocol": 1,
     "state": 2,

@@ -205,3 +205,43 @@ def test_kill_mid_call_of_an_idempotent_tool_makes_it_again(
     assert [c.get("repeated", False) for c in called] == [False, True]
     assert len(server.requests) == 2  # the model was not asked for the call again
     load_schemas().check_events(events)
+
+
+def test_approvals_from_the_cli_and_a_call_in_doubt_asks_its_approver_again(
+        server: ScriptedModelServer, tmp_path: Path) -> None:
+    write_council(tmp_path, approval="oncall")
+    env = environment(server, tmp_path, hang=True)
+    server.add(ToolCalls(("restart_service", {"name": "api"})))
+    first = wop("run", "ops.toml", "--store", "runs.db", "--run-id", "r1", cwd=tmp_path,
+                env=env)
+    assert first.returncode == 3, first.stdout + first.stderr  # waits for the approval
+    assert "[approval] oncall to decide: sre asks to call restart_service" in first.stdout
+    assert ("waiting for approval: oncall decides call/sre/1/0 (sre asks to call "
+            'restart_service: restart_service({"name": "api"}))') in first.stdout
+    assert "decide with: wop --store runs.db approve r1 [--reject --reason TEXT]" in \
+        first.stdout
+    assert effects_in(tmp_path / "effects.jsonl") == []
+    # Approved: the call is made (and hangs); the process is killed mid-call.
+    proc = start("approve", "r1", "--store", "runs.db", cwd=tmp_path, env=env)
+    kill_when(proc, lambda: len(effects_in(tmp_path / "effects.jsonl")) == 1,
+              "the approved call made its effect")
+    # On resume the call is in doubt and not idempotent: its approver is asked again.
+    again = wop("resume", "r1", "--store", "runs.db", cwd=tmp_path, env=env)
+    assert again.returncode == 3, again.stdout + again.stderr
+    assert "asks to call restart_service again (it was in flight when the run stopped)" in \
+        again.stdout
+    server.add(DONE)
+    refused = wop("approve", "r1", "--as", "oncall", "--reject", "--reason",
+                  "it restarted already", "--store", "runs.db", cwd=tmp_path, env=env)
+    assert refused.returncode == 0, refused.stdout + refused.stderr
+    assert "rejected call/sre/1/0 restart_service" in refused.stdout
+    assert len(effects_in(tmp_path / "effects.jsonl")) == 1
+    tool = [m for m in server.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert tool[0]["content"] == ("error (REJECTED): not called: oncall rejected this call: "
+                                  "it restarted already")
+    events = log(tmp_path, "r1")
+    assert [e["type"] for e in events if e["type"].startswith("approval.")] == [
+        "approval.requested", "approval.granted", "approval.requested", "approval.rejected"]
+    load_schemas().check_events(events)
+    nothing = wop("approve", "r1", "--store", "runs.db", cwd=tmp_path, env=env)
+    assert nothing.returncode == 2 and "has ended" in nothing.stderr

@@ -107,7 +107,7 @@ def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> in
         print_json(run_json(run.run_id, state), ctx.out)
     else:
         print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
-                   debug=ctx.debug, memory=ctx.is_memory)
+                   debug=ctx.debug, memory=ctx.is_memory, store=run.store)
     if as_json and state.status not in TERMINAL and ctx.is_memory:
         print(f"note: {MEMORY_GONE}", file=ctx.err, flush=True)
     return exit_code_for_status(state.status)

@@ -15,6 +15,7 @@ from wopdsl import (
     ValidationError,
     WopError,
 )
+from wopdsl.cli._tool_lines import approval_lines, tool_line
 from wopdsl.errors import CODES
 from wopdsl.projections import escape
 from wopdsl.protocol import RunEventDoc
@@ -122,7 +123,12 @@ class LivePrinter:
         if event["sequence"] <= self.last_sequence:
             return
         self.last_sequence = event["sequence"]
-        if self.quiet or posted_turn(event) is None:
+        if self.quiet:
+            return
+        if posted_turn(event) is None:
+            line = tool_line(event)  # tools and approvals (DESIGN.md §20)
+            if line is not None:
+                print(line, file=self.out, flush=True)
             return
         print(message_line(event), file=self.out, flush=True)
         self.printed += 1
@@ -187,7 +193,8 @@ MEMORY_GONE: Final = ("the memory: store ends with this command, and the run wit
 
 
 def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
-               store_flag: str = "", debug: bool = False, memory: bool = False) -> None:
+               store_flag: str = "", debug: bool = False, memory: bool = False,
+               store: EventStore | None = None) -> None:
     """Print the final answers, the status line and what to do next.
 
     With ``debug``, a failed run also shows each failed handler's traceback. With
@@ -218,7 +225,8 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
     events = state.last_sequence + 1
     print(f"\n{status}: run {run_id} ({events} events)", file=out, flush=True)
     if status == "waiting-input":
-        print(waiting_text(run_id, state, store_flag, memory=memory), file=out, flush=True)
+        print(waiting_text(run_id, state, store_flag, memory=memory, store=store), file=out,
+              flush=True)
     elif status == "failed":
         error = state.error or {}
         hint = MEMORY_GONE if memory else f"see the log with `wop{store_flag} events {run_id}`"
@@ -249,7 +257,7 @@ def print_failures(state: CouncilState, err: TextIO) -> None:
 
 
 def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
-                 memory: bool = False) -> str:
+                 memory: bool = False, store: EventStore | None = None) -> str:
     """Say who is waiting for input in which rooms, and how to reply.
 
     With ``memory`` (a ``memory:`` store, gone with the command) say so instead of how.
@@ -262,10 +270,14 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
         where = f"in room{'s' if len(rooms) != 1 else ''} {', '.join(rooms)}" if rooms else \
             "(no open room)"
         lines.append(f"waiting for input: {member_id} {where}")
+    approvals = approval_lines(run_id, state, store_flag, store)
+    lines.extend(approvals[:-1] if memory else approvals)
     if memory:
         lines.append(f"note: {MEMORY_GONE}")
         return "\n".join(lines)
     names = state.waiting_for
+    if not names:
+        return "\n".join(lines)
     as_flag = f" --as {names[0]}" if len(names) > 1 else ""
     room = shlex.quote(first_room or "ROOM")
     lines.append(f"reply with: wop{store_flag} reply {shlex.quote(run_id)} --room {room}"

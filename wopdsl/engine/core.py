@@ -11,6 +11,7 @@ from typing import Any, Final
 from wopdsl._ids import Clock
 from wopdsl.agents.python import ctrl_c_in_place
 from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine._approvals import Approvals
 from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
 from wopdsl.engine._turns import take_turn
@@ -30,7 +31,7 @@ _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-class Engine(HumanDoor, Settling, LiveRecords):
+class Engine(HumanDoor, Approvals, Settling, LiveRecords):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -195,6 +196,26 @@ class Engine(HumanDoor, Settling, LiveRecords):
                     # Another writer appended first: the state was re-folded; try again.
                     await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
         return None  # pragma: no cover - the loop returns or raises.
+
+    async def decide(self, call: str | None, *, as_: str | None = None, grant: bool,
+                     reason: str = "", principal: str | None = None) -> str:
+        """Record a person's decision on a tool call waiting for approval; return its id.
+
+        Raises:
+            ValidationError: nothing waits, the choice is ambiguous, or ``as_`` may not
+                decide (see :meth:`~wopdsl.engine._approvals.Approvals.apply_decision`).
+        """
+        async with self._between():
+            for attempt in range(_POST_ATTEMPTS):
+                self._catch_up()
+                try:
+                    return self.apply_decision(call, as_=as_, grant=grant, reason=reason,
+                                               principal=principal)
+                except StoreConflict:
+                    if attempt + 1 == _POST_ATTEMPTS:
+                        raise
+                    await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
