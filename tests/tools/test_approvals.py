@@ -57,14 +57,14 @@ async def test_a_rejection_is_the_tools_result(server: ScriptedModelServer,
     await run.approve(reject=True, reason="not during the sale")
     assert await run.wait() == "completed"
     assert effects_in(effects) == []
-    tool = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"][0]
+    tool = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")
     assert tool["content"] == ("error (REJECTED): not called: oncall rejected this call: not "
                                "during the sale")
     events = run.events.to_list()
     rejected = [e["payload"] for e in events if e["type"] == "approval.rejected"]
     assert rejected == [{"gateId": "approval/call/sre/1/0", "principal": "oncall",
                          "reason": "not during the sale"}]
-    returned = [e["payload"] for e in events if e["type"] == "agent.toolReturned"][0]
+    returned = next(e["payload"] for e in events if e["type"] == "agent.toolReturned")
     assert returned["status"] == "forbidden"
     load_schemas().check_events(events)
 

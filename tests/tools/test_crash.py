@@ -140,7 +140,7 @@ def kinds(events: list[RunEventDoc], *types: str) -> list[str]:
 
 def test_kill_between_a_result_and_the_next_model_call(server: ScriptedModelServer,
                                                        tmp_path: Path) -> None:
-    council = write_council(tmp_path)
+    write_council(tmp_path)
     env = environment(server, tmp_path, hang=False)
     server.add(ToolCalls(("restart_service", {"name": "api"})), Answer({"summary": "late"},
                                                                         delay_s=60))
@@ -179,7 +179,7 @@ def test_kill_mid_call_of_a_tool_that_is_not_idempotent_fails_clearly(
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
     outcome = json.loads(resumed.stdout)
     assert outcome["status"] == "failed"
-    failed = [e for e in log(tmp_path, "r1") if e["type"] == "node.failed"][0]["payload"]
+    failed = next(e for e in log(tmp_path, "r1") if e["type"] == "node.failed")["payload"]
     assert failed["error"]["code"] == "TOOL_IN_DOUBT"
     assert "was in flight when the run stopped" in failed["error"]["message"]
     assert len(effects_in(tmp_path / "effects.jsonl")) == 1

@@ -91,7 +91,7 @@ async def test_a_hanging_tool_times_out_and_the_model_is_told(
                            policy={"hang": {"timeout_ms": 200}})
     run = await council.arun(store="memory:")
     assert run.status == "completed", run.error
-    tool_message = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"][0]
+    tool_message = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")
     assert tool_message["content"].startswith("error (TIMEOUT): no answer within 0.2 s")
     returned = _of(run.events.to_list(), "agent.toolReturned")[0]["payload"]
     assert returned["status"] == "error" and returned["error"]["code"] == "TIMEOUT"
@@ -102,7 +102,7 @@ async def test_a_ten_megabyte_result_is_refused_not_cut(
     server.add(ToolCalls(("huge", {"megabytes": 10})), DONE)
     run = await tool_council(tools=["tests.tools.effects_tools:huge"]).arun(store="memory:")
     assert run.status == "completed", run.error
-    content = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"][0][
+    content = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")[
         "content"]
     assert content == ("error (RESULT_TOO_LARGE): the result has 10485760 bytes, more than "
                        "max_result_bytes (65536); ask for less")

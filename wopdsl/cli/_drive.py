@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -28,6 +29,7 @@ from wopdsl.cli._targets import (
     council_of_run,
     load_council,
 )
+from wopdsl.cli._tool_check import opened_tools
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.state import TERMINAL
 
@@ -124,11 +126,20 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
                            hint=f"choose another --run-id, or continue it with "
                                 f"`wop{ctx.store_flag} resume {args.run_id}`")
 
+    tools = contextlib.AsyncExitStack()
+
     async def begin() -> tuple[Run, str]:
+        # Tools are checked (MCP servers started, listed) before anything is written; the
+        # servers stay up for the run (DESIGN.md §20).
+        await tools.enter_async_context(opened_tools(council))
         run = council.start(store, args.run_id, max_participants=args.max_participants)
         return run, f"run {run.run_id} (council {council.id}, store {ctx.store_shown})"
 
-    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.wait)
+    async def until(run: Run) -> Any:
+        async with tools:
+            return await run.wait()
+
+    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, until)
 
 
 def _live(ctx: Context, printer: LivePrinter, as_json: bool,

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from wopdsl.errors import WopError
 from wopdsl.model.tools import (
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_TOOL_TIMEOUT_MS,
@@ -25,18 +26,21 @@ Transport = Literal["native", "mcp"]
 """How a tool is reached (RFC 0064 ``transport``)."""
 
 
-class ToolSetupError(Exception):
+class ToolSetupError(WopError):
     """A tool cannot be used at all: a server that will not start, a tool it does not have.
+
+    Raised when a run starts (or ``wop validate`` checks the tools): the run is left as it
+    was, resumable once the server is reachable.
 
     Args:
         message: What is wrong, naming the server or tool.
         hint: How to fix it.
     """
 
+    code = "TOOL_ERROR"
+
     def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+        super().__init__(message, hint=hint)
 
 
 class ToolFault(Exception):

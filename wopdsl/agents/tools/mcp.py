@@ -62,11 +62,14 @@ class McpConnection:
         self._starting: asyncio.Lock | None = None
         self._restarts = 0
         self._stderr: Any = None
+        self._broken = False
+        """A call saw the connection break: restart before the next one."""
 
     @property
     def alive(self) -> bool:
         """Whether the server is connected (its client task still runs)."""
-        return self._client is not None and self._task is not None and not self._task.done()
+        return (self._client is not None and self._task is not None and not self._task.done()
+                and not self._broken)
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -136,6 +139,7 @@ class McpConnection:
                                  f"{_describe(exc)}{reason}", hint=self._hint()) from None
         self.listing = {tool.name: tool for tool in tools}
         self.generation += 1
+        self._broken = False
 
     async def _serve(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
         """The client's task: connect, list the tools, wait until closed."""
@@ -247,6 +251,7 @@ class McpConnection:
             result = await client.call_tool(name, arguments)
         except Exception as exc:
             if not self.alive or _broken(exc):
+                self._broken = True
                 raise ServerDied(f"MCP server '{self.name}' went away during the call "
                                  f"({_describe(exc)}){self._exit_reason()}") from None
             raise ToolFault("TOOL_ERROR", f"the MCP server refused the call: "
