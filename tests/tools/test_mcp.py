@@ -87,7 +87,7 @@ async def test_a_hanging_mcp_tool_times_out(server: ScriptedModelServer, effects
     run = await mcp_council(["mcp:test/sleep"], policy={"sleep": {"timeout_ms": 300}}).arun(
         store="memory:")
     assert run.status == "completed", run.error
-    content = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"][0][
+    content = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")[
         "content"]
     assert content.startswith("error (TIMEOUT): no answer within 0.3 s")
 

@@ -59,6 +59,11 @@ class Journal:
                 if key.startswith(_APPROVAL + self._prefix):
                     call_id, repeat, _ = key[len(_APPROVAL):].partition(REPEAT)
                     logged.setdefault(call_id, {})["resolved" + repeat] = payload
+        if engine.replay_source is not None:  # a replay fork cut inside this turn: the
+            # source's records of the calls its log kept (a cut before the turn keeps none)
+            source = engine.store.read_private(engine.replay_source, self._prefix)
+            records = {**{k: v for k, v in source.items() if k.partition("#")[0] in logged},
+                       **records}
         ids = {*logged, *(key.partition("#")[0] for key in records)}
         calls = []
         for call_id in sorted(ids, key=_index):
