@@ -45,8 +45,11 @@ async def opened_tools(council: Council) -> AsyncIterator[dict[str, Any]]:
 
 
 def _located(council: Council, member: str, exc: Any) -> DeclarationError:
-    index = next(i for i, m in enumerate(council.spec.members) if m.id == member)
-    problem = Problem(exc.message, path=f"members[{index}] ({member}).tools", hint=exc.hint)
+    index, spec = next((i, m) for i, m in enumerate(council.spec.members) if m.id == member)
+    refs = list(spec.tools or [])
+    where = f"[{refs.index(exc.reference)}]" if exc.reference in refs else ""
+    problem = Problem(exc.message, path=f"members[{index}] ({member}).tools{where}",
+                      hint=exc.hint)
     declaration = council._declaration
     return DeclarationError(declaration.locate([problem]) if declaration is not None
                             else [problem])

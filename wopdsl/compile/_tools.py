@@ -86,4 +86,5 @@ def build_toolset(member: MemberSpec, index: int, tools: Mapping[str, Callable[.
             continue
         local[tool.name] = tool
     return Toolset(member.id, local, remote, connections, dict(member.tool_policy or {}),
-                   max_calls=member.max_tool_calls or DEFAULT_MAX_TOOL_CALLS)
+                   max_calls=member.max_tool_calls or DEFAULT_MAX_TOOL_CALLS,
+                   order=list(member.tools))

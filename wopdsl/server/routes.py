@@ -11,6 +11,7 @@ from starlette.routing import Route
 from wopdsl import CouncilSpec, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
+from wopdsl.server.approvals import approval_at
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
@@ -153,6 +154,14 @@ class Api:
         async def act() -> tuple[int, dict[str, Any]]:
             run = self.host.open(run_id)
             state = run.state
+            if not node_id.startswith("room:"):  # a member's tool call waits for approval
+                call, approver, grant, reason = approval_at(
+                    state, {m.id: m for m in _council_spec(run).members}, node_id,
+                    body["resumeValue"], principal, tokens=bool(self.tokens))
+                await self.host.approve(run, call=call, member=approver, grant=grant,
+                                        reason=reason)
+                return 200, {"runId": run_id, "nodeId": node_id, "status": run.status,
+                             "callId": call}
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
                 code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"

@@ -39,8 +39,10 @@ class ToolSetupError(WopError):
 
     code = "TOOL_ERROR"
 
-    def __init__(self, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, hint: str = "", *, reference: str | None = None) -> None:
         super().__init__(message, hint=hint)
+        self.reference = reference
+        """The member's tool reference at fault, when one is."""
 
 
 class ToolFault(Exception):

@@ -36,6 +36,7 @@ class Toolset:
         policies: Its declared ``tool_policy`` tables.
         max_calls: Most tool calls per turn.
         max_errors: Tool errors handed back to the model per turn before the turn fails.
+        order: Every reference in the member's order.
     """
 
     member: str
@@ -45,12 +46,14 @@ class Toolset:
     policies: Mapping[str, ToolPolicy] = field(default_factory=dict)
     max_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_errors: int = DEFAULT_MAX_TOOL_ERRORS
+    order: list[str] = field(default_factory=list)
+    """Every reference as the member lists them (tools are offered in this order)."""
     tools: dict[str, Tool] = field(default_factory=dict)
     """Every tool by the name the model calls it, once :meth:`open` listed the servers."""
     _open: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        self.tools = dict(self.local)
+        self.tools = dict(self.local) if self.remote else self.resolve()
 
     @property
     def servers(self) -> list[McpConnection]:
@@ -100,8 +103,14 @@ class Toolset:
             ToolSetupError: a named MCP tool is missing, two tools share a name, or a
                 policy names no tool of the member.
         """
-        tools: dict[str, Tool] = dict(self.local)
-        for ref in self.remote:
+        tools: dict[str, Tool] = {}
+        local = {tool.reference: tool for tool in self.local.values()}
+        for ref in self.order or [*local, *self.remote]:
+            if ref in local:
+                tools[local[ref].name] = local[ref]
+                continue
+            if ref not in self.remote:
+                continue
             parsed = parse_tool_ref(ref)
             connection = self.connections[parsed.server or ""]
             listing = connection.listing
@@ -113,7 +122,7 @@ class Toolset:
                 raise ToolSetupError(
                     f"{self.member}: MCP server '{connection.name}' has no tool "
                     f"'{parsed.target}' (it lists: {', '.join(sorted(listing)) or 'none'})",
-                    hint=f"fix '{ref}' in the member's tools")
+                    hint=f"fix '{ref}' in the member's tools", reference=ref)
             for listed in chosen:
                 tool = McpTool(connection, listed)
                 if tool.name in tools and tools[tool.name].reference != tool.reference:
@@ -121,7 +130,7 @@ class Toolset:
                         f"{self.member}: two tools are named '{tool.name}' "
                         f"({tools[tool.name].reference} and {tool.reference})",
                         hint="name one tool per name: list MCP tools one by one instead of "
-                             "mcp:SERVER/*, or rename the Python function")
+                             "mcp:SERVER/*, or rename the Python function", reference=ref)
                 tools[tool.name] = tool
         unknown = sorted(set(self.policies) - set(tools))
         if unknown:
