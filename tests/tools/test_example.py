@@ -83,4 +83,8 @@ def test_a_tool_the_server_lacks_is_refused_at_load(tmp_path: Path) -> None:
         assert "councils/ops-desk.toml:40:30: members[0] (sre).tools[1]: sre: MCP server " \
             "'ops' has no tool 'service_statuz' (it lists: read_log, service_status)" in \
             done.stderr
-    assert not (tmp_path / "runs.db").exists()  # nothing was written
+    store = SqliteStore(tmp_path / "runs.db")
+    try:
+        assert store.runs() == []  # nothing was written
+    finally:
+        store.close()
