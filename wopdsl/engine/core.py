@@ -129,8 +129,13 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                 self._catch_up()  # What a driver that just let go appended.
                 self._resumed()
             with ctrl_c_in_place():
-                async with self._recording_agents():
-                    await self._drive_batches()
+                while True:
+                    async with self._recording_agents():
+                        await self._drive_batches()
+                    async with self._lock:  # input that landed while the agents stopped
+                        self._catch_up()    # (a decision on a tool call) is driven here
+                        if self.state.terminal or self.state.status == "waiting-input":
+                            break
         self._schedule_expiry()
         return self.state.status
 

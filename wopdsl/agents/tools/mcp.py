@@ -105,7 +105,7 @@ class McpConnection:
         async with self._starting:
             if self.alive:
                 return
-            if self.generation > 0:
+            if self._client is not None:  # it died (a clean stop leaves no client)
                 reason = self._exit_reason()
                 await self._stop()
                 if self._restarts >= self.spec.restarts:
