@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
-from tests.openwop_schemas import load_schemas  # noqa: E402
-from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls  # noqa: E402
+from tests.openwop_schemas import load_schemas
+from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow
 COUNCIL = Path(__file__).resolve().parents[2] / "councils" / "ops-desk.toml"
