@@ -77,7 +77,15 @@ def _tool_ref(value: str) -> str:
 ToolRef = Annotated[StrictStr, AfterValidator(_tool_ref)]
 """One entry of a member's ``tools``: ``module:function``, a registered name or ``mcp:…``."""
 
-EnvName = Annotated[StrictStr, Field(pattern=_ENV_NAME)]
+def _env_name(value: str) -> str:
+    if not re.match(_ENV_NAME, value):  # never echo it: it may be a value pasted by mistake
+        raise ValueError("must be the NAME of an environment variable (letters, digits and _, "
+                         "not starting with a digit), never a value | hint: keep the value in "
+                         'a variable and write its name, e.g. Authorization = "SEARCH_MCP_AUTH"')
+    return value
+
+
+EnvName = Annotated[StrictStr, AfterValidator(_env_name)]
 """The NAME of an environment variable (never its value)."""
 
 

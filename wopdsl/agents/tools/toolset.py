@@ -8,6 +8,7 @@ tools with one name or a policy for a tool the member does not have.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +54,10 @@ class Toolset:
     _open: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        self.tools = dict(self.local) if self.remote else self.resolve()
+        self.tools = dict(self.local)
+        if not self.remote:  # all known now: in the member's order (open() does the rest)
+            with contextlib.suppress(ToolSetupError):  # compile reports what is missing
+                self.tools = self.resolve()
 
     @property
     def servers(self) -> list[McpConnection]:
