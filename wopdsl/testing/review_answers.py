@@ -1,24 +1,43 @@
-"""Scripted answers for ``councils/llm-review.toml`` (tests, the example notebook, the bench).
+"""Scripted answers for ``councils/llm-review.toml`` and ``councils/ops-desk.toml``.
 
 :func:`review_answer` answers like a model playing the proposer or the critic would, keyed
 by the member and the turn number in wopdsl's default prompts, so the council runs end to
-end against a :class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback.
+end against a :class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback. For
+the ops desk's ``sre`` it calls one tool per round (read a log, check a status, ask to
+restart the database — which waits for ``oncall``'s approval), keyed by the tool results
+already in the conversation.
 """
 
 from __future__ import annotations
 
 import re
 
-from wopdsl.testing.model_server import Answer, CapturedRequest
+from wopdsl.testing.model_server import Answer, CapturedRequest, ToolCalls
 
 __all__ = ["review_answer"]
 
 _TURN = re.compile(r"This is your turn (\d+)\.")
 
 
-def review_answer(request: CapturedRequest) -> Answer:
-    """The scripted model's answer to one request of the llm-review council."""
+_SRE_ROUNDS = (
+    ("read_log", {"service": "api", "lines": 3}),
+    ("service_status", {"service": "db"}),
+    ("restart_service", {"service": "db", "reason": "db refuses connections (max 100)"}),
+)
+
+
+def review_answer(request: CapturedRequest) -> Answer | ToolCalls:
+    """The scripted model's answer to one request of the llm-review or ops-desk council."""
     messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
+    if request.member == "sre":
+        done = sum(1 for m in messages if m.get("role") == "tool")
+        if done < len(_SRE_ROUNDS):
+            return ToolCalls(_SRE_ROUNDS[done], usage=(300 + 50 * done, 20), chunks=1,
+                             ids=(f"call_{done}",))
+        return Answer({"summary": "Restarted db; api recovers.", "posts": [{
+            "roomId": "ops", "mentions": [],
+            "text": "db hit its connection limit, so the api timed out (503). Restarted db "
+                    "with oncall's approval."}]}, usage=(480, 40), chunks=1)
     user = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
     found = _TURN.search(str(user))
     turn = int(found.group(1)) if found else 1
