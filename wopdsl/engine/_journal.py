@@ -9,15 +9,14 @@ its result is. In a replay-mode fork it serves the source run's results instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from wopdsl.agents.tools.events import REPEAT
 from wopdsl.agents.tools.journal import Decision, RecordedCall, read_records
 from wopdsl.errors import TurnError
 from wopdsl.state import Inflight
-
-if TYPE_CHECKING:
-    from wopdsl.engine._recorder import LiveRecords
+from wopdsl.store.base import EventStore
 
 __all__ = ["Journal"]
 
@@ -27,23 +26,26 @@ _APPROVAL = "approval/"
 class Journal:
     """One turn's tool journal (see the module docstring)."""
 
-    def __init__(self, engine: LiveRecords, inflight: Inflight) -> None:
-        self._engine = engine
-        self.run_id = engine.run_id
+    def __init__(self, store: EventStore, run_id: str, inflight: Inflight,
+                 replay_source: str | None, commit: Callable[[], bool]) -> None:
+        self.store = store
+        self.run_id = run_id
         self.position = inflight.position
+        self.replay_source = replay_source
+        self._commit = commit
         self._prefix = f"call/{inflight.member}/{inflight.position}/"
-        self._first = inflight.attempt == 0 and engine.replay_source is None
-        self.replaying = engine.replay_source is not None
+        self._first = inflight.attempt == 0 and replay_source is None
+        self.replaying = replay_source is not None
         self._source: dict[str, str] | None = None
 
     def recorded(self) -> list[RecordedCall]:
         """The turn's calls so far, from the private records and the log, in call order."""
         if self._first:
             return []  # a turn's first attempt has made no call yet
-        engine = self._engine
-        records = engine.store.read_private(self.run_id, self._prefix)
+        store = self.store
+        records = store.read_private(self.run_id, self._prefix)
         logged: dict[str, dict[str, Any]] = {}
-        for event in engine.store.read(self.run_id):
+        for event in store.read(self.run_id):
             kind, payload = event["type"], event["payload"]
             if kind in ("agent.toolCalled", "agent.toolReturned"):
                 call_id = str(payload.get("callId", ""))
@@ -59,9 +61,9 @@ class Journal:
                 if key.startswith(_APPROVAL + self._prefix):
                     call_id, repeat, _ = key[len(_APPROVAL):].partition(REPEAT)
                     logged.setdefault(call_id, {})["resolved" + repeat] = payload
-        if engine.replay_source is not None:  # a replay fork cut inside this turn: the
+        if self.replay_source is not None:  # a replay fork cut inside this turn: the
             # source's records of the calls its log kept (a cut before the turn keeps none)
-            source = engine.store.read_private(engine.replay_source, self._prefix)
+            source = store.read_private(self.replay_source, self._prefix)
             records = {**{k: v for k, v in source.items() if k.partition("#")[0] in logged},
                        **records}
         ids = {*logged, *(key.partition("#")[0] for key in records)}
@@ -85,7 +87,7 @@ class Journal:
 
     def save(self, entries: dict[str, str]) -> None:
         """Keep private records durably (a replay keeps them too, for forks of it)."""
-        self._engine.store.save_private(self.run_id, entries)
+        self.store.save_private(self.run_id, entries)
 
     def commit(self) -> None:
         """Make the events recorded so far durable now.
@@ -94,17 +96,17 @@ class Journal:
             TurnError: ``STORE_CONFLICT`` when they could not be committed (another process
                 took the run over); nothing further may happen in this turn.
         """
-        if not self._engine.commit_live_now():
+        if not self._commit():
             raise TurnError("STORE_CONFLICT", "a tool call could not be recorded (another "
                             "process wrote to the run meanwhile); it was not made")
 
     def source(self, call_id: str) -> RecordedCall | None:
         """The replayed run's call ``call_id`` with its kept result (``None``: no such call)."""
-        source = self._engine.replay_source
+        source = self.replay_source
         if source is None:
             return None
         if self._source is None:
-            self._source = self._engine.store.read_private(source, self._prefix)
+            self._source = self.store.read_private(source, self._prefix)
         return read_records(call_id, _index(call_id), self._source)
 
 

@@ -146,7 +146,9 @@ class Recorder:
         if self._journal is None:
             from wopdsl.engine._journal import Journal  # tools only: loaded when first used
 
-            self._journal = Journal(self._engine, self._inflight)
+            engine = self._engine
+            self._journal = Journal(engine.store, engine.run_id, self._inflight,
+                                    engine.replay_source, engine.commit_live_now)
         return self._journal
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:

@@ -30,8 +30,8 @@ def approval_at(state: CouncilState, members: dict[str, MemberSpec], node_id: st
     """
     waiting = [a for a in state.tools.approvals.values() if a.member == node_id]
     if not waiting:
-        nodes = sorted({a.member for a in state.tools.approvals.values()} |
-                       {f"room:{r}" for r in state.rooms})
+        nodes = [f"room:{r}" for r in state.rooms] + sorted(
+            {a.member for a in state.tools.approvals.values()})
         raise ApiError(404, "interrupt_not_found",
                        f"run {state.run_id} has no interrupt at node {node_id!r}",
                        {"nodeId": node_id, "interrupts": nodes})

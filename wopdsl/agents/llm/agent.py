@@ -120,7 +120,11 @@ class LlmAgent(MemberAgent):
             return await self._answer(messages, recorder, None)
         from wopdsl.agents.llm.tools import ToolLoop  # tools (DESIGN.md §20)
 
-        loop = ToolLoop(self, self.toolset, recorder)
+        async def call(messages: list[dict[str, Any]], tools: bool) -> Completion:
+            return await self._call(messages, recorder, tools=tools)
+
+        loop = ToolLoop(self.member, self.toolset, recorder, call,
+                        full=self.profile.observability == "full")
         outcome = "failed"
         try:
             result = await self._answer(messages, recorder, loop)

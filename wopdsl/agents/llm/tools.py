@@ -1,7 +1,6 @@
 """The tool-calling loop of an ``llm`` turn: model → tool calls → results → model (DESIGN §20).
 
-:class:`ToolLoop` runs inside :meth:`LlmAgent.take_recorded_turn
-<wopdsl.agents.llm.agent.LlmAgent.take_recorded_turn>`: each model call is offered the
+:class:`ToolLoop` runs inside ``LlmAgent.take_recorded_turn``: each model call is offered the
 member's tools; while the answer asks for calls (several at once run in parallel), they are
 made through a :class:`~wopdsl.agents.tools.runner.CallRunner` and their results given back,
 until an answer without calls — the structured turn result, checked as before.
@@ -16,7 +15,8 @@ calls still owed are settled, and the model is called only after that. Bounds: t
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 from wopdsl.agents.base import TurnRecorder
 from wopdsl.agents.llm.client import Completion
@@ -24,9 +24,6 @@ from wopdsl.agents.tools.journal import RecordedCall, call_record
 from wopdsl.agents.tools.runner import CallRunner
 from wopdsl.agents.tools.toolset import Toolset
 from wopdsl.errors import TurnError, TurnSuspended
-
-if TYPE_CHECKING:
-    from wopdsl.agents.llm.agent import LlmAgent
 
 __all__ = ["LIMIT_PROMPT", "ToolLoop"]
 
@@ -39,18 +36,22 @@ class ToolLoop:
     """The tool side of one ``llm`` turn (see the module docstring).
 
     Args:
-        agent: The member's agent (its :meth:`~LlmAgent._call` makes each model call).
+        member: The member id.
         toolset: The member's tools (opened at run start).
         recorder: The turn's recorder.
+        call_model: Makes one model call (``tools``: offer the tools); the agent's.
+        full: Whether events carry arguments and results (``observability = "full"``).
     """
 
-    def __init__(self, agent: LlmAgent, toolset: Toolset, recorder: TurnRecorder) -> None:
-        self.agent = agent
+    def __init__(self, member: str, toolset: Toolset, recorder: TurnRecorder,
+                 call_model: Callable[[list[dict[str, Any]], bool], Awaitable[Completion]],
+                 *, full: bool) -> None:
+        self.member = member
         self.toolset = toolset
         self.recorder = recorder
-        self.runner = CallRunner(agent.member, toolset, recorder,
-                                 full=agent.profile.observability == "full")
-        self.prefix = f"call/{agent.member}/{recorder.position}/"
+        self.call_model = call_model
+        self.runner = CallRunner(member, toolset, recorder, full=full)
+        self.prefix = f"call/{member}/{recorder.position}/"
         self.count = 0
         """Tool calls the model asked for in this turn (all attempts)."""
         self.next_index = 0
@@ -74,14 +75,14 @@ class ToolLoop:
             spent = self.count >= limit
             if spent:
                 messages.append({"role": "user", "content": LIMIT_PROMPT.format(limit=limit)})
-            completion = await self.agent._call(messages, self.recorder, tools=not spent)
+            completion = await self.call_model(messages, not spent)
             if not completion.tool_calls:
                 return completion
             if spent:
                 self.recorder.record("cap.breached", {"kind": "loop-iterations", "limit": limit,
                                                       "observed": self.count + 1,
-                                                      "nodeId": self.agent.member})
-                raise TurnError("TOOL_LIMIT", f"{self.agent.member} asked for more tool calls "
+                                                      "nodeId": self.member})
+                raise TurnError("TOOL_LIMIT", f"{self.member} asked for more tool calls "
                                 f"after its {limit} of this turn (max_tool_calls) were spent "
                                 "and it was told to answer", {"limit": limit})
             calls = self._new_round(completion)
@@ -132,7 +133,7 @@ class ToolLoop:
         bound = self.toolset.max_errors
         if self.runner.errors > bound:
             raise TurnError("TOOL_ERROR", f"{self.runner.errors} tool calls of "
-                            f"{self.agent.member}'s turn failed, more than the {bound} a turn "
+                            f"{self.member}'s turn failed, more than the {bound} a turn "
                             "hands back to the model", {"errors": self.runner.errors})
 
     async def _resume(self, messages: list[dict[str, Any]]) -> None:

@@ -155,7 +155,7 @@ class CallRunner:
         self._called(call, repeated=call.started)
         self.journal.commit()  # durable before the effect: a crash now leaves it in doubt
         started = time.monotonic()
-        code: str | None = None
+        failure: str | None = None  # the kind of error the model reads (not a wopdsl code)
         output = ToolOutput("error (TOOL_ERROR): not called", error=True)
         for attempt in (1, 2):
             try:
@@ -163,13 +163,13 @@ class CallRunner:
                 assert isinstance(output, ToolOutput)
                 break
             except TimeoutError:
-                code = "TIMEOUT"
+                failure = "TIMEOUT"
                 output = ToolOutput(f"error (TIMEOUT): no answer within {timeout_s:g} s "
                                     "(timeout_ms); the call may still have had its effect",
                                     error=True)
                 break
             except ToolFault as fault:
-                code = fault.code
+                failure = fault.code
                 output = ToolOutput(f"error ({fault.code}): {fault.message}", error=True)
                 break
             except ServerDied as died:
@@ -187,12 +187,12 @@ class CallRunner:
         duration = round((time.monotonic() - started) * 1000)
         size = len(output.text.encode("utf-8", "replace"))
         if size > max_bytes:
-            code = "RESULT_TOO_LARGE"
+            failure = "RESULT_TOO_LARGE"
             output = ToolOutput(f"error (RESULT_TOO_LARGE): the result has {size} bytes, more "
                                 f"than max_result_bytes ({max_bytes}); ask for less", error=True)
         status = "error" if output.error else "ok"
         self._keep(call, output, status, duration)
-        self._returned(call, output, status, duration, code=code)
+        self._returned(call, output, status, duration, code=failure)
         self.journal.commit()  # durable before the model reads it
         self._count(output, status)
         return output
