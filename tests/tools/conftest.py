@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +11,13 @@ import pytest
 
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
+from tests.llm.conftest import KEY_ENV, server
 from wopdsl import Council
-from wopdsl.testing.model_server import ScriptedModelServer
 
-KEY_ENV = "WOPDSL_TEST_MODEL_KEY"
+__all__ = ["KEY_ENV", "server"]  # the scripted model server fixture, as the llm tests use it
+
 EFFECTS_ENV = "WOPDSL_TEST_EFFECTS"
 """The file the test tools append one line to per effect (they count their own effects)."""
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]:
-    """A started scripted server; ``OPENAI_BASE_URL`` points at it."""
-    with ScriptedModelServer() as model_server:
-        monkeypatch.setenv("OPENAI_BASE_URL", model_server.url)
-        monkeypatch.setenv(KEY_ENV, "sk-test-0000")
-        yield model_server
 
 
 @pytest.fixture

@@ -134,6 +134,17 @@ def kill_when(proc: subprocess.Popen[str], ready: Callable[[], bool], what: str)
     raise AssertionError(f"timed out waiting for {what}: {out}\n{err}")
 
 
+def killed_mid_call(server: ScriptedModelServer, folder: Path) -> dict[str, str]:
+    """``wop run`` r1, killed while its tool call hangs after its effect; the environment."""
+    env = environment(server, folder, hang=True)
+    server.add(ToolCalls(("restart_service", {"name": "api"})))
+    proc = start("run", "ops.toml", "--store", "runs.db", "--run-id", "r1", cwd=folder,
+                 env=env)
+    kill_when(proc, lambda: len(effects_in(folder / "effects.jsonl")) == 1,
+              "the tool made its effect")
+    return env
+
+
 def kinds(events: list[RunEventDoc], *types: str) -> list[str]:
     return [e["type"] for e in events if e["type"] in types]
 
@@ -168,12 +179,7 @@ def test_kill_between_a_result_and_the_next_model_call(server: ScriptedModelServ
 def test_kill_mid_call_of_a_tool_that_is_not_idempotent_fails_clearly(
         server: ScriptedModelServer, tmp_path: Path) -> None:
     write_council(tmp_path)
-    env = environment(server, tmp_path, hang=True)
-    server.add(ToolCalls(("restart_service", {"name": "api"})))
-    proc = start("run", "ops.toml", "--store", "runs.db", "--run-id", "r1", cwd=tmp_path,
-                 env=env)
-    kill_when(proc, lambda: len(effects_in(tmp_path / "effects.jsonl")) == 1,
-              "the tool made its effect")
+    env = killed_mid_call(server, tmp_path)
     resumed = wop("resume", "r1", "ops.toml", "--store", "runs.db", "--json", cwd=tmp_path,
                   env=env)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
@@ -190,12 +196,7 @@ def test_kill_mid_call_of_a_tool_that_is_not_idempotent_fails_clearly(
 def test_kill_mid_call_of_an_idempotent_tool_makes_it_again(
         server: ScriptedModelServer, tmp_path: Path) -> None:
     write_council(tmp_path, idempotent=True)
-    env = environment(server, tmp_path, hang=True)
-    server.add(ToolCalls(("restart_service", {"name": "api"})))
-    proc = start("run", "ops.toml", "--store", "runs.db", "--run-id", "r1", cwd=tmp_path,
-                 env=env)
-    kill_when(proc, lambda: len(effects_in(tmp_path / "effects.jsonl")) == 1,
-              "the tool made its effect")
+    env = killed_mid_call(server, tmp_path)
     server.add(DONE)
     resumed = wop("resume", "r1", "ops.toml", "--store", "runs.db", cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -24,6 +24,14 @@ async def _source(server: ScriptedModelServer, db: str):  # type: ignore[no-unty
     return council, run
 
 
+def _fork(folder: Path, run, at: int, mode: str) -> str:  # type: ignore[no-untyped-def]
+    store = SqliteStore(folder / "runs.db")
+    try:
+        return fork(store, run.run_id, at, mode=mode)  # type: ignore[arg-type]
+    finally:
+        store.close()
+
+
 def _cut_before_the_turn(events: list[dict]) -> int:
     start = next(e["sequence"] for e in events
                  if e["type"] == "node.started" and e.get("nodeId") == "sre")
@@ -46,12 +54,7 @@ async def test_a_replay_fork_uses_the_recorded_results(server: ScriptedModelServ
                                                        effects: Path, tmp_path: Path) -> None:
     db = str(tmp_path / "runs.db")
     council, run = await _source(server, db)
-    store = SqliteStore(tmp_path / "runs.db")
-    try:
-        replay = fork(store, run.run_id, _cut_before_the_turn(run.events.to_list()),
-                      mode="replay")
-    finally:
-        store.close()
+    replay = _fork(tmp_path, run, _cut_before_the_turn(run.events.to_list()), "replay")
     # The model is asked again (members re-execute in a replay) and asks for the same call:
     # its recorded result is used, and the tool is not called.
     server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
@@ -62,12 +65,7 @@ async def test_a_replay_fork_uses_the_recorded_results(server: ScriptedModelServ
     assert tool[0]["content"] == "restarted api"
     assert forked.state.divergences == []
     # A call the source never made is not made either: the model is told.
-    store = SqliteStore(tmp_path / "runs.db")
-    try:
-        other = fork(store, run.run_id, _cut_before_the_turn(run.events.to_list()),
-                     mode="replay")
-    finally:
-        store.close()
+    other = _fork(tmp_path, run, _cut_before_the_turn(run.events.to_list()), "replay")
     server.add(ToolCalls(("restart_service", {"name": "db"})), DONE)
     changed = council.open(other, db)
     assert await changed.resume() == "completed"
@@ -81,12 +79,7 @@ async def test_a_branch_fork_calls_again(server: ScriptedModelServer, effects: P
                                          tmp_path: Path) -> None:
     db = str(tmp_path / "runs.db")
     council, run = await _source(server, db)
-    store = SqliteStore(tmp_path / "runs.db")
-    try:
-        branch = fork(store, run.run_id, _cut_before_the_turn(run.events.to_list()),
-                      mode="branch")
-    finally:
-        store.close()
+    branch = _fork(tmp_path, run, _cut_before_the_turn(run.events.to_list()), "branch")
     server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
     forked = council.open(branch, db)
     assert await forked.resume() == "completed"
@@ -100,12 +93,8 @@ async def test_a_replay_fork_cut_inside_the_turn_continues_from_the_source(
     council, run = await _source(server, db)
     returned = next(e["sequence"] for e in run.events.to_list()
                     if e["type"] == "agent.toolReturned")
-    store = SqliteStore(tmp_path / "runs.db")
-    try:
-        replay = fork(store, run.run_id, int(returned), mode="replay")
-        branch = fork(store, run.run_id, int(returned), mode="branch")
-    finally:
-        store.close()
+    replay = _fork(tmp_path, run, int(returned), "replay")
+    branch = _fork(tmp_path, run, int(returned), "branch")
     server.add(DONE)
     forked = council.open(replay, db)
     assert await forked.resume() == "completed"
