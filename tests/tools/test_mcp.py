@@ -51,7 +51,10 @@ def _gone(pid: int) -> bool:
 async def test_a_stdio_server_is_started_called_and_stopped_with_the_run(
         server: ScriptedModelServer, effects: Path) -> None:
     server.add(ToolCalls(("count", {"label": "a"}), ("count", {"label": "b"})), DONE)
-    run = await mcp_council(["mcp:test/count"]).arun(store="memory:")
+    council = mcp_council(["mcp:test/count"])
+    run = await council.arun(store="memory:")
+    connection = council.compile().toolsets()["sre"].connections["test"]
+    assert connection.protocol == "2026-07-28"  # the official SDK 2.x, newest revision
     assert run.status == "completed", run.error
     assert sorted(e["label"] for e in effects_in(effects)) == ["a", "b"]
     tools = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]

@@ -52,6 +52,8 @@ class McpConnection:
         self.base_dir = base_dir
         self.generation = 0
         """Incremented each time the server is (re)started: a new session."""
+        self.protocol = ""
+        """The MCP protocol revision agreed with the server (``2026-07-28`` for a 2.x one)."""
         self.listing: dict[str, Any] = {}
         """The server's tools by their MCP name (``mcp.types.Tool``), from the last start."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -138,6 +140,7 @@ class McpConnection:
             raise ToolSetupError(f"MCP server '{self.name}' could not be reached: "
                                  f"{_describe(exc)}{reason}", hint=self._hint()) from None
         self.listing = {tool.name: tool for tool in tools}
+        self.protocol = str(getattr(self._client, "protocol_version", "") or "")
         self.generation += 1
         self._broken = False
 
