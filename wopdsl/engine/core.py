@@ -132,9 +132,11 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                 while True:
                     async with self._recording_agents():
                         await self._drive_batches()
+                        seen = self.state.last_sequence
                     async with self._lock:  # input that landed while the agents stopped
                         self._catch_up()    # (a decision on a tool call) is driven here
-                        if self.state.terminal or self.state.status == "waiting-input":
+                        if self.state.terminal or self.state.status == "waiting-input" or \
+                                self.state.last_sequence == seen:
                             break
         self._schedule_expiry()
         return self.state.status
