@@ -120,10 +120,7 @@ class Council:
         return self
 
     def tool(self, fn: F | None = None, *, name: str | None = None) -> Any:
-        """Register a typed function as a tool ``llm`` members name in ``tools``.
-
-        Bare ``@council.tool`` or ``@council.tool(name="x")``; see docs/guides/tools.md.
-        """
+        """Register a typed function as a tool members name in ``tools`` (docs/guides/tools.md)."""
 
         def register(function: F) -> F:
             self.tools[name or function.__name__] = function
