@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -292,6 +293,24 @@ class Council:
             ValidationError: ``metadata`` is not JSON every reader of the log can serve
                 (nested past 32 levels, an integer beyond 64 bits, over 256 KiB).
         """
+        run = self._prepare(store, run_id, deterministic=deterministic, clock=clock,
+                            max_participants=max_participants, metadata=metadata,
+                            principal=principal)
+        run._begin(start=True)
+        return run
+
+    async def astart(self, store: StoreArg = None, run_id: str | None = None,
+                     **options: Any) -> Run:
+        """:meth:`start` (same options), never holding the event loop on a blocking store."""
+        st = open_store(store)
+        run = await st.call(functools.partial(self._prepare, st, run_id, **options))
+        run._begin(start=True)
+        return run
+
+    def _prepare(self, store: StoreArg, run_id: str | None, *, deterministic: bool = False,
+                 clock: Clock | None = None, max_participants: int = DEFAULT_MAX_PARTICIPANTS,
+                 metadata: dict[str, Any] | None = None, principal: str | None = None) -> Run:
+        """The handle of a new run, not started yet (reads the store: no loop needed)."""
         if metadata:
             problem = json_problem(metadata, max_bytes=MAX_METADATA_BYTES)
             if problem is not None:
@@ -303,9 +322,7 @@ class Council:
             engine.metadata["request"] = dict(metadata)
         if principal is not None:
             engine.metadata["principal"] = principal
-        run = Run(engine.store, engine.run_id, engine=engine, council=self)
-        run._begin(start=True)
-        return run
+        return Run(engine.store, engine.run_id, engine=engine, council=self)
 
     async def arun(self, store: StoreArg = None, run_id: str | None = None, *,
                    deterministic: bool = False, clock: Clock | None = None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, overload
 from wopdsl._sync import run_sync
 from wopdsl.compile import compile
 from wopdsl.compile.graph import Compiles
-from wopdsl.engine import Engine, HumanInput, engine_for
+from wopdsl.engine import Engine, HumanInput, KeepAnswer, engine_for
 from wopdsl.engine.addressing import address, default_member
 from wopdsl.errors import RunBusy, RunNotFound, ValidationError
 from wopdsl.model.mentions import parse_mentions
@@ -103,7 +103,11 @@ class Run:
 
     @property
     def state(self) -> CouncilState:
-        """The folded state, caught up with the log (treat it as read-only)."""
+        """The folded state, caught up with the log (treat it as read-only).
+
+        Reads the store in place; code on an event loop awaits :meth:`astate` instead, which
+        never holds the loop on a blocking store (PostgreSQL).
+        """
         engine = self._engine
         if engine is not None:
             # The engine driving this run here folds every event it appends: when nothing
@@ -120,6 +124,32 @@ class Run:
     def status(self) -> RunStatus:
         """The run status (``pending`` … ``waiting-input`` … ``completed``/``failed``)."""
         return self.state.status
+
+    async def astate(self) -> CouncilState:
+        """:attr:`state`, with the store read on a worker thread for a blocking store.
+
+        On SQLite and in memory it is :attr:`state` (read in place: microseconds).
+        """
+        store = self.store
+        if not store.blocking:
+            return self.state
+        engine = self._engine
+        if engine is not None and engine.settled:
+            shared = engine.state
+            last = await store.call(store.last_sequence, self.run_id)
+            if engine.settled and shared is engine.state and shared.last_sequence == last:
+                return shared
+        state = self._state
+        events = await store.call(store.read, self.run_id, state.last_sequence)
+        if events and events[0]["sequence"] <= state.last_sequence:
+            # Another reader of this handle folded some of them meanwhile.
+            events = [e for e in events if e["sequence"] > state.last_sequence]
+        state.apply_all(events)
+        return state
+
+    async def astatus(self) -> RunStatus:
+        """:attr:`status`, never holding the event loop on a blocking store (PostgreSQL)."""
+        return (await self.astate()).status
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -192,23 +222,24 @@ class Run:
     async def _watch(self) -> RunStatus:
         """Follow the log until the run stops (for a run another driver executes)."""
         # Read the status and the position together: another process may append in between.
-        state = self.state
+        state = await self.astate()
         status, after = state.status, state.last_sequence
         if status in TERMINAL or status == "waiting-input":
             # Already stopped: nothing is appended until someone acts, so return now.
             return status
-        async for event in self.store.subscribe(self.run_id, after):
-            if event["sequence"] >= self.store.last_sequence(self.run_id):
-                status = self.status
+        store = self.store
+        async for event in store.subscribe(self.run_id, after):
+            if event["sequence"] >= await store.call(store.last_sequence, self.run_id):
+                status = await self.astatus()
                 if status in TERMINAL or status == "waiting-input":
                     break
-        return self.status
+        return await self.astatus()
 
     async def wait(self) -> RunStatus:
         """Wait until the run completes, fails, is cancelled or waits for input."""
         if self._task is not None:
             await asyncio.shield(self._task)
-            return self.status
+            return await self.astatus()
         return await self._watch()
 
     async def resume(self) -> RunStatus:
@@ -220,7 +251,8 @@ class Run:
 
     async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
                     mentions: list[str] | None = None, operation: str = "exchange",
-                    outcome: Any = None, resume: dict[str, Any] | None = None) -> str | None:
+                    outcome: Any = None, resume: dict[str, Any] | None = None,
+                    answer: KeepAnswer | None = None) -> str | None:
         """Post as a human member, or submit an external member's turn.
 
         ``@member`` in ``text`` becomes a mention. Every way in is checked the same at the
@@ -241,6 +273,9 @@ class Run:
             resume: An RFC 0005 §E payload ``{operation, turn, outcome?}`` or bare turn fields
                 (``{"role": "agent", "speakerId": "host:a", "content": {"text": ...}}``);
                 overrides the above. A ``close`` keeps its ``turn`` as the closing turn.
+            answer: For a host answering a request with an ``Idempotency-Key``: given the
+                saved message id and the run's status once the turn is in, returns the
+                :class:`~wopdsl.store.Answer` the store keeps in the turn's own transaction.
 
         Returns:
             The saved message id (``None`` for ``close``).
@@ -254,21 +289,22 @@ class Run:
         if mentions is not None and not isinstance(mentions, list | tuple):
             raise ValidationError(f"mentions must be a list of member ids (got "
                                   f"{type(mentions).__name__})", hint='e.g. mentions=["writer"]')
-        member, target = address(self.state, as_, room, resume)
+        member, target = address(await self.astate(), as_, room, resume)
         entry = HumanInput(member=member, room=target, text=text,
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
-                           operation=operation, outcome=outcome, resume=resume)
-        engine = self._require_engine()
+                           operation=operation, outcome=outcome, resume=resume, answer=answer)
+        engine = await self._aengine()
         # Drive on here only if this handle drove the run, or nobody does (it was waiting):
         # a run executing in another process keeps its own driver.
-        was_waiting = self.status == "waiting-input"
+        was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)
         # Checked after the post: it waits for a batch this handle drives to settle first.
         ours = self._task is not None and self._task.done()
-        if (ours or was_waiting) and self.status not in TERMINAL and \
-                self.status != "waiting-input":
-            self._begin(start=False, follow_if_busy=True)
+        if ours or was_waiting:
+            status = await self.astatus()
+            if status not in TERMINAL and status != "waiting-input":
+                self._begin(start=False, follow_if_busy=True)
         return message
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
@@ -276,7 +312,7 @@ class Run:
         if self._task is not None and not self._task.done():
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        await self._require_engine().cancel(reason)
+        await (await self._aengine()).cancel(reason)
 
     async def detach(self) -> None:
         """Stop driving the run in this process and leave it resumable (nothing is appended).
@@ -294,41 +330,54 @@ class Run:
     async def close(self, *, room: str | None = None, outcome: Any = None,
                     as_: str | None = None) -> None:
         """Close the human's room conversations (RFC 0005 §E ``close``) and let the run end."""
-        member = as_ or default_member(self.state)
-        rooms = [room] if room else [r for r in self.state.members[member].rooms
-                                     if not self.state.rooms[r].closed]
+        state = await self.astate()
+        member = as_ or default_member(state)
+        rooms = [room] if room else [r for r in state.members[member].rooms
+                                     if not state.rooms[r].closed]
         for target in rooms:
             await self.reply(room=target, as_=member, operation="close", outcome=outcome)
 
     async def _follow(self, after: int) -> AsyncIterator[RunEventDoc]:
-        async for event in self.store.subscribe(self.run_id, after):
+        store = self.store
+        async for event in store.subscribe(self.run_id, after):
             yield event
-            if event["sequence"] >= self.store.last_sequence(self.run_id) and self._stopped():
+            if event["sequence"] >= await store.call(store.last_sequence, self.run_id) and \
+                    await self._stopped():
                 return
 
-    def _stopped(self) -> bool:
+    async def _stopped(self) -> bool:
         if self._task is not None:
             return self._task.done()
-        return self.status in TERMINAL or self.status == "waiting-input"
+        status = await self.astatus()
+        return status in TERMINAL or status == "waiting-input"
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _require_engine(self) -> Engine:
         """The engine that writes to this run, built on the first write (reads never need it)."""
         if self._engine is None:
-            state = self.state
-            if state.last_sequence < 0:
-                raise RunNotFound.of(self.run_id)
-            if self.council is not None:
-                graph = self.council.compile()
-            else:
-                # The log alone rebuilds the council (``run.started`` carries its full
-                # definition); ``handler = "module:fn"`` references resolve beside its file.
-                source = state.metadata.get("source")
-                graph = compile(CouncilSpec.model_validate(state.council), source=source,
-                                base_dir=Path(source).resolve().parent if source else None)
-            self._engine = engine_for(graph, self.store, self.run_id)
+            self._engine = self._build_engine(self.state)
         return self._engine
+
+    async def _aengine(self) -> Engine:
+        """:meth:`_require_engine`, built on a worker thread for a blocking store."""
+        if self._engine is None and self.store.blocking:
+            engine = await self.store.call(self._build_engine, await self.astate())
+            self._engine = self._engine or engine
+        return self._require_engine()
+
+    def _build_engine(self, state: CouncilState) -> Engine:
+        if state.last_sequence < 0:
+            raise RunNotFound.of(self.run_id)
+        if self.council is not None:
+            graph = self.council.compile()
+        else:
+            # The log alone rebuilds the council (``run.started`` carries its full
+            # definition); ``handler = "module:fn"`` references resolve beside its file.
+            source = state.metadata.get("source")
+            graph = compile(CouncilSpec.model_validate(state.council), source=source,
+                            base_dir=Path(source).resolve().parent if source else None)
+        return engine_for(graph, self.store, self.run_id)
 
     # -- sync twins, for scripts outside an event loop ----------------------------------------
 

@@ -6,5 +6,6 @@ exports what that API is built from.
 
 from wopdsl.engine.core import Engine, HumanInput
 from wopdsl.engine.fork import engine_for, fork
+from wopdsl.engine.intake import KeepAnswer
 
-__all__ = ["Engine", "HumanInput", "engine_for", "fork"]
+__all__ = ["Engine", "HumanInput", "KeepAnswer", "engine_for", "fork"]

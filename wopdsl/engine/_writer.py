@@ -27,7 +27,7 @@ from wopdsl.errors import StoreUnavailable, ValidationError
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.envelope import SCHEMA_VERSION, RunEventDoc
 from wopdsl.state import CouncilState
-from wopdsl.store.base import EventStore
+from wopdsl.store.base import Answer, EventStore
 
 __all__ = ["EventWriter"]
 
@@ -112,25 +112,32 @@ class EventWriter:
         self._stamp = f"{self._stamp_prefix}.{millis:03d}Z"
         return self._stamp
 
-    def _flush(self) -> None:
+    def _flush(self, answer: Answer | None = None) -> None:
         if not self._pending:
             return
         events, self._pending = self._pending, []
         try:
-            self.store.append(self.run_id, events, events[0]["sequence"])
+            self._append(events, answer)
         except BaseException:
             self.state = self._refolded()
             raise
 
-    async def _commit(self) -> None:
+    def _append(self, events: list[RunEventDoc], answer: Answer | None) -> None:
+        if answer is None:
+            self.store.append(self.run_id, events, events[0]["sequence"])
+        else:
+            self.store.append_answered(self.run_id, events, events[0]["sequence"], answer)
+
+    async def _commit(self, answer: Answer | None = None) -> None:
         """Make the pending events durable, never holding the event loop on the store.
 
         In place for stores whose calls do not block (SQLite, memory: a thread hop would cost
         more than the append); on a worker thread for those whose calls may wait on a
         network (``EventStore.blocking``: PostgreSQL), commits in the order they were made.
+        ``answer`` (an idempotent request's) is kept in the same transaction.
         """
         if not self._blocking:
-            self._flush()
+            self._flush(answer)
             return
         if self._commit_lock is None:
             self._commit_lock = asyncio.Lock()
@@ -139,8 +146,7 @@ class EventWriter:
                 return
             events, self._pending = self._pending, []
             try:
-                await asyncio.to_thread(self.store.append, self.run_id, events,
-                                        events[0]["sequence"])
+                await asyncio.to_thread(self._append, events, answer)
             except StoreUnavailable:
                 # Nothing can be read either: the drive stops, and the next one (the retry
                 # after the outage) folds the log again before it goes on.

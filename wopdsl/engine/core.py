@@ -190,7 +190,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
                     await self._commit()
                 except StoreConflict:
                     # Another process saved human input first: plan again on top of it.
-                    if self._only_human_input_since(base, []):
+                    if await self._only_human_input_since(base, []):
                         continue
                     raise
                 if batch is None:
@@ -227,7 +227,9 @@ class Engine(HumanDoor, Settling, LiveRecords):
                         self._time_out()
                         await self._commit()
                     message = self.apply_human(entry)
-                    await self._commit()
+                    answer = entry.answer
+                    await self._commit(None if answer is None
+                                       else answer(message, self.state.status))
                     return message
                 except RunBusy:
                     raise
@@ -360,7 +362,7 @@ class Engine(HumanDoor, Settling, LiveRecords):
                 return following
             except StoreConflict:
                 # Another process saved human input while the batch ran: settle after it.
-                if not self._only_human_input_since(base, batch):
+                if not await self._only_human_input_since(base, batch):
                     raise
                 base = self.state.last_sequence
 

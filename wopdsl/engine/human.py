@@ -94,7 +94,7 @@ class HumanDoor(EventWriter):
                        p.interrupt_exchange(room.conversation_id, member_id, member.turns + 1,
                                             prompt), node_id=p.room_node_id(room_id))
 
-    def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
+    async def _only_human_input_since(self, base: int, batch: list[Inflight]) -> bool:
         """After a conflict (state re-folded), whether this driver may carry on.
 
         True when others appended only human posts since ``base`` and left ``batch`` in
@@ -107,7 +107,7 @@ class HumanDoor(EventWriter):
             if now is None or (now.position, now.attempt) != (inflight.position,
                                                               inflight.attempt):
                 return False  # another driver took the turn over
-        for event in self.store.read(self.run_id, base):
+        for event in await self.store.call(self.store.read, self.run_id, base):
             node = event.get("nodeId", "")
             if event["type"] == "conversation.exchanged":
                 speaker = str(event["payload"].get("turn", {}).get("speakerId", ""))[5:]

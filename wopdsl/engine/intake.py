@@ -15,7 +15,8 @@ roster, a role that does not fit the member, or a ``from`` naming someone else i
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from wopdsl.compile.graph import CouncilGraph
@@ -25,9 +26,10 @@ from wopdsl.model.mentions import parse_mentions
 from wopdsl.protocol.bounds import json_problem
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.protocol.payloads import agent_ref
-from wopdsl.state import CouncilState
+from wopdsl.state import CouncilState, RunStatus
+from wopdsl.store.base import Answer
 
-__all__ = ["MAX_DEPTH", "Accepted", "HumanInput", "accept", "json_depth"]
+__all__ = ["MAX_DEPTH", "Accepted", "HumanInput", "KeepAnswer", "accept", "json_depth"]
 
 _TURN_KEYS: Final = frozenset({"messageId", "from", "to", "groupId", "content", "ts", "role",
                                "turnIndex", "speakerId", "agent"})
@@ -36,6 +38,12 @@ _CONTENT_KEYS: Final = frozenset({"text", "mentions"})
 _HINT: Final = ("post as a human or external member, in one of its rooms, mentioning members "
                 "of that room; resume payloads are {operation: 'exchange'|'close', turn, "
                 "outcome?} or bare turn fields (docs/openwop.md)")
+
+
+KeepAnswer = Callable[[str | None, RunStatus], Answer]
+"""Given a submitted turn's saved message id (``None`` for a close) and the run's status once
+the turn is in, the :class:`~wopdsl.store.Answer` to keep with it: appended in the same
+transaction, so a host's retried request finds it whenever the turn was stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +68,9 @@ class HumanInput:
     """For ``close``: the conversation's outcome."""
     resume: Any = None
     """An RFC 0005 §E resume payload (overrides the fields above), as submitted."""
+    answer: KeepAnswer | None = field(default=None, compare=False)
+    """Builds the answer the store keeps in the turn's own transaction (see ``KeepAnswer``)."""
+
 
 
 @dataclass(frozen=True, slots=True)

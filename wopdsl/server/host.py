@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from wopdsl import (
@@ -30,6 +30,7 @@ from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.io import run_not_found, want_run_id
 from wopdsl.state import CouncilState
+from wopdsl.store import Answer
 
 __all__ = ["TERMINAL_STATUSES", "Host"]
 
@@ -86,7 +87,7 @@ class Host:
                     info.workflow_id not in self.councils:
                 continue
             try:
-                run = self.open(info.run_id)
+                run = await self.open(info.run_id)
             except (WopError, ApiError) as exc:
                 _log.warning("run %s not resumed: %s", info.run_id, _reason(exc))
                 continue
@@ -106,11 +107,15 @@ class Host:
 
     # -- runs ------------------------------------------------------------------------------
 
-    @property
-    def active(self) -> int:
-        """Runs this host executes or holds waiting (the ``max_runs`` cap counts these)."""
-        for run_id in [r for r, run in self._runs.items() if run.status in TERMINAL_STATUSES]:
-            self._forget(run_id)
+    async def active(self) -> int:
+        """Runs this host executes or holds waiting (the ``max_runs`` cap counts these).
+
+        A run this host supervises counts without a read; the others are read off the loop.
+        """
+        for run_id, run in list(self._runs.items()):
+            task = self._supervisors.get(run_id)
+            if (task is None or task.done()) and await run.astatus() in TERMINAL_STATUSES:
+                self._forget(run_id)
         return len(self._runs) + self._creating
 
     def council(self, workflow_id: str) -> Council:
@@ -136,7 +141,7 @@ class Host:
             ApiError: 404 ``run_not_found``.
         """
         if not self.store.blocking:
-            return self.open(run_id).state
+            return (await self.open(run_id)).state
         want_run_id(run_id)
         lock = self._reading.setdefault(run_id, asyncio.Lock())
         async with lock:
@@ -153,8 +158,10 @@ class Host:
                 self._reading.pop(oldest, None)
             return state
 
-    def open(self, run_id: str) -> Run:
+    async def open(self, run_id: str) -> Run:
         """Return the handle on ``run_id`` (python handlers bound when its council is served).
+
+        A blocking store is read on a worker thread.
 
         Raises:
             ApiError: 404 ``run_not_found``.
@@ -162,7 +169,17 @@ class Host:
         run = self._runs.get(run_id)
         if run is not None:
             return run
-        if not self.store.exists(want_run_id(run_id)):
+        handle, status = await self.store.call(self._load, want_run_id(run_id))
+        run = self._runs.get(run_id)  # Opened by another request meanwhile.
+        if run is not None:
+            return run
+        if status not in TERMINAL_STATUSES:
+            self._runs[run_id] = handle
+        return handle
+
+    def _load(self, run_id: str) -> tuple[Run, str]:
+        """A new handle on ``run_id`` and its status (reads the store: no loop needed)."""
+        if not self.store.exists(run_id):
             raise run_not_found(run_id)
         handle = attach(self.store, run_id)
         state = handle.state
@@ -172,9 +189,7 @@ class Host:
                                         source=served.source)
             council.handlers = dict(served.handlers)
             handle = council.open(run_id, self.store)
-        if handle.status not in TERMINAL_STATUSES:
-            self._runs[run_id] = handle
-        return handle
+        return handle, handle.status
 
     async def create(self, workflow_id: str, *, task: str | None = None,
                      metadata: dict[str, Any] | None = None,
@@ -190,9 +205,9 @@ class Host:
         """
         council = self.council(workflow_id)
         host_loop()
-        if run_id is not None and self.store.exists(run_id):
-            return self.open(run_id)
-        if self.active >= self.limits.max_runs:
+        if run_id is not None and await self.store.call(self.store.exists, run_id):
+            return await self.open(run_id)
+        if await self.active() >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs",
                            f"this host already holds {self.limits.max_runs} unfinished runs "
                            "(its limit)", {"limit": "maxRuns", "value": self.limits.max_runs},
@@ -205,9 +220,9 @@ class Host:
             council = derived
         self._creating += 1
         try:
-            run = council.start(self.store, run_id,
-                                max_participants=self.limits.max_participants,
-                                metadata=metadata, principal=principal)
+            run = await council.astart(self.store, run_id,
+                                       max_participants=self.limits.max_participants,
+                                       metadata=metadata, principal=principal)
             await _opened(run)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None
@@ -217,25 +232,28 @@ class Host:
         self._supervise(run, resume=False)
         return run
 
-    def adopt(self, run_id: str) -> Run:
+    async def adopt(self, run_id: str) -> Run:
         """Open a run created here by other means (a fork) and drive it."""
-        run = self.open(run_id)
+        run = await self.open(run_id)
         self._supervise(run, resume=True)
         return run
 
-    async def reply(self, run: Run, *, room: str, member: str,
-                    resume: dict[str, Any]) -> str | None:
+    async def reply(self, run: Run, *, room: str, member: str, resume: dict[str, Any],
+                    answer: Callable[[str | None, str], Answer] | None = None) -> str | None:
         """Submit a turn (RFC 0005 §E payload) as ``member`` in ``room``; wake the supervisor.
+
+        ``answer`` builds an idempotent request's answer, kept with the turn (``Run.reply``).
 
         Raises:
             ApiError: 422 when the turn is refused (nothing appended), 409 when another
                 driver took the run meanwhile.
         """
         try:
-            message = await run.reply(room=room, as_=member, resume=resume)
+            message = await run.reply(room=room, as_=member, resume=resume, answer=answer)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None
-        if run.run_id not in self._supervisors and run.status not in TERMINAL_STATUSES:
+        if run.run_id not in self._supervisors and \
+                await run.astatus() not in TERMINAL_STATUSES:
             self._runs[run.run_id] = run
             self._supervise(run, resume=False)
         wake = self._wakes.get(run.run_id)
@@ -274,7 +292,7 @@ class Host:
             while True:
                 try:
                     await self._follow(run, resume)
-                    return
+                    break
                 except StoreUnavailable as exc:
                     _log.warning("run %s waits for its store: %s", run_id, _reason(exc))
                     await asyncio.sleep(STORE_RETRY_S)
@@ -290,8 +308,8 @@ class Host:
         finally:
             self._supervisors.pop(run_id, None)
             self._wakes.pop(run_id, None)
-            if _settled(run):
-                self._forget(run_id)
+        if await _settled(run):  # Not when cancelled: the host stops.
+            self._forget(run_id)
 
     async def _follow(self, run: Run, resume: bool) -> None:
         """Drive (or wait for) the run until it ends or another process drives it."""
@@ -300,7 +318,7 @@ class Host:
             if status != "waiting-input":
                 return  # Another process drives it now; its driver keeps its deadline.
             wake = self._wakes[run.run_id] = asyncio.Event()
-            delay = _deadline_in(run)
+            delay = _deadline_in(await run.astate())
             try:
                 await asyncio.wait_for(wake.wait(), delay)
                 status = await run.wait()
@@ -335,9 +353,8 @@ async def _first_event(run: Run) -> None:
         return
 
 
-def _deadline_in(run: Run) -> float | None:
+def _deadline_in(state: CouncilState) -> float | None:
     """Seconds until the run's council ``timeout_ms`` passes (``None`` without one)."""
-    state = run.state
     timeout = (state.council.get("council") or {}).get("timeout_ms")
     started = state.started_ms
     if not isinstance(timeout, int) or not started:
@@ -345,10 +362,10 @@ def _deadline_in(run: Run) -> float | None:
     return max(0.0, (started + timeout) / 1000 - time.time())
 
 
-def _settled(run: Run) -> bool:
+async def _settled(run: Run) -> bool:
     """Whether the run has ended (False when its store cannot say)."""
     try:
-        return run.status in TERMINAL_STATUSES
+        return await run.astatus() in TERMINAL_STATUSES
     except WopError:
         return False
 

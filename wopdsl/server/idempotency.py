@@ -8,8 +8,9 @@ default). A retry within that time, from this host after a restart or from anoth
 the same store, gets the same status and body (the routes mark it with the header
 ``OpenWOP-Idempotent-Replay: true``); the same key with another request gets 409
 ``idempotency_key_mismatch``. Concurrent retries in one host wait for the first attempt;
-errors are not kept (a retry tries again). Run creation is safe even across a crash between
-acting and keeping the answer, because the new run's id is derived from the key
+errors are not kept (a retry tries again). A crash between acting and keeping the answer
+cannot make a retry act twice: a turn post keeps its answer in the transaction that appends
+the turn (:class:`Keep`), and a new run's id is derived from the key
 (:func:`run_id_for_key`).
 """
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import re
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,7 +32,7 @@ from wopdsl import EventStore, WopError
 from wopdsl.server.errors import ApiError
 from wopdsl.store import Answer
 
-__all__ = ["Idempotency", "check_key", "fingerprint", "run_id_for_key"]
+__all__ = ["Idempotency", "Keep", "check_key", "fingerprint", "run_id_for_key"]
 
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _PURGE_EVERY = 60.0
@@ -37,9 +40,16 @@ _PURGE_EVERY = 60.0
 
 _log = logging.getLogger("wopdsl.server")
 
-Act = Callable[[], Awaitable[tuple[int, dict[str, Any]]]]
+Act = Callable[["Keep"], Awaitable[tuple[int, dict[str, Any]]]]
+"""A keyed request's action; it may keep its answer itself, with its effect (:class:`Keep`)."""
 Answered = tuple[int, dict[str, Any], bool]
 """Status, body, and whether it is a replay of a kept answer."""
+
+
+def crash_point(name: str) -> None:
+    """A test hook: ``WOPDSL_TEST_CRASH_AT=<name>`` kills this process here, as ``kill -9``."""
+    if os.environ.get("WOPDSL_TEST_CRASH_AT") == name:
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
 def check_key(key: str) -> str:
@@ -65,6 +75,25 @@ def run_id_for_key(council_id: str, principal: str, key: str) -> str:
     """A run id determined by the caller and its key, so a retry finds the same run."""
     digest = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()[:24]
     return f"{council_id[:38]}-k{digest}"
+
+
+class Keep:
+    """Builds a keyed request's answer for an action that keeps it in its own transaction.
+
+    A turn post keeps its answer in the transaction that appends the turn
+    (:meth:`~wopdsl.EventStore.append_answered`): a retry after a crash at any point finds
+    the answer, or finds the turn not appended and posts it once.
+    """
+
+    def __init__(self, scope: str, print_: str, at: float) -> None:
+        self._scope, self._print, self._at = scope, print_, at
+        self.kept: Answer | None = None
+        """The answer built last (kept if the action's transaction committed)."""
+
+    def __call__(self, status: int, body: dict[str, Any]) -> Answer:
+        """The answer ``status`` and ``body``, to keep with the action's effect."""
+        self.kept = Answer(self._scope, self._print, status, body, self._at)
+        return self.kept
 
 
 class Idempotency:
@@ -117,7 +146,11 @@ class Idempotency:
                                "this Idempotency-Key was used with a different request",
                                {"hint": "use a new key for a new request"})
             return stored.status, stored.body, True
-        status, body = await act()
+        keep = Keep(scope, print_, now)
+        status, body = await act(keep)
+        crash_point("idempotent-act")
+        if keep.kept is not None and (keep.kept.status, keep.kept.body) == (status, body):
+            return status, body, False  # Kept with the action's effect, in one transaction.
         try:
             await asyncio.to_thread(self.store.remember_answer,
                                     Answer(scope, print_, status, body, now))

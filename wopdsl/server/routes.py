@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from starlette.requests import Request
@@ -17,11 +18,12 @@ from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import TERMINAL_STATUSES, Host
-from wopdsl.server.idempotency import Idempotency, check_key, fingerprint, run_id_for_key
+from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
 from wopdsl.state import CouncilState, build_snapshot
+from wopdsl.store import Answer
 
 __all__ = ["Api"]
 
@@ -113,7 +115,7 @@ class Api:
             run = await self.host.create(workflow_id, task=task, metadata=metadata,
                                          run_id=run_id,
                                          principal=principal if self.tokens else None)
-            return 201, {"runId": run.run_id, "status": run.status,
+            return 201, {"runId": run.run_id, "status": await run.astatus(),
                          "eventsUrl": f"/v1/runs/{run.run_id}/events",
                          "statusUrl": f"/v1/runs/{run.run_id}"}
 
@@ -126,16 +128,18 @@ class Api:
             meaning = {"workflowId": workflow_id, "task": task, "metadata": metadata}
             status, answer, replay = await self.idempotency.run(
                 principal, key, fingerprint(request.url.path, principal, meaning),
-                lambda: act(run_id))
+                lambda _keep: act(run_id))
             if replay:
                 return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
         return JSONResponse(answer, status_code=status)
 
-    def run_for(self, request: Request, action: Action, run_id: str | None = None) -> Run:
-        """The run of the request's path, if its caller may ``action`` it (404, 403)."""
-        run = self.host.open(run_id or request.path_params["run_id"])
-        self.access.check(_principal(request), run.state, action)
-        return run
+    async def run_for(self, request: Request, action: Action,
+                      run_id: str | None = None) -> tuple[Run, CouncilState]:
+        """The request's run and its state, if its caller may ``action`` it (404, 403)."""
+        run = await self.host.open(run_id or request.path_params["run_id"])
+        state = await run.astate()
+        self.access.check(_principal(request), state, action)
+        return run, state
 
     async def state_for(self, request: Request, action: Action) -> CouncilState:
         """The folded state of the request's run, if its caller may ``action`` it (404, 403).
@@ -182,26 +186,33 @@ class Api:
         body = read_object(raw, allowed={"resumeValue"}, required={"resumeValue"})
         principal = _principal(request)
 
-        async def act() -> tuple[int, dict[str, Any]]:
-            run = self.run_for(request, "read")
-            state = run.state
+        async def act(keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
+            run, state = await self.run_for(request, "read")
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
                 code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"
                 raise ApiError(422 if state.status == "cancelled" else 409, code,
                                f"run {run_id} has ended ({state.status}); it takes no more "
                                "turns", {"runId": run_id, "status": state.status})
-            members = {m.id: m for m in _council_spec(run).members}
+            members = {m.id: m for m in _council_spec(run, state).members}
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
             self.access.check(principal, state, "post", speaker.member, speaker.principal)
             check_mentions(state, room, body["resumeValue"])
+
+            def answered(message: str | None, status: str) -> dict[str, Any]:
+                doc = {"runId": run_id, "nodeId": node_id, "status": status}
+                return doc if message is None else {**doc, "messageId": message}
+
+            def keeping(message: str | None, status: str) -> Answer:
+                assert keep is not None
+                return keep(200, answered(message, status))
+
             message = await self.host.reply(run, room=room, member=speaker.member,
-                                            resume=body["resumeValue"])
-            answer: dict[str, Any] = {"runId": run_id, "nodeId": node_id,
-                                      "status": run.status}
-            if message is not None:
-                answer["messageId"] = message
-            return 200, answer
+                                            resume=body["resumeValue"],
+                                            answer=None if keep is None else keeping)
+            if keep is not None and keep.kept is not None:
+                return keep.kept.status, keep.kept.body  # Kept with the turn: what retries get.
+            return 200, answered(message, await run.astatus())
 
         key = request.headers.get("idempotency-key")
         if key is None:
@@ -219,14 +230,14 @@ class Api:
                                self.limits.body_timeout_s)
         body = read_object(raw, allowed={"reason"}, empty_ok=True)
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
-        run = self.run_for(request, "cancel")
-        status = run.status
+        run, state = await self.run_for(request, "cancel")
+        status = state.status
         if status in ("completed", "failed"):
             raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
                            {"runId": run.run_id, "status": status})
         if status != "cancelled":
             await self.host.cancel(run, reason)
-        return JSONResponse({"runId": run.run_id, "status": run.status})
+        return JSONResponse({"runId": run.run_id, "status": await run.astatus()})
 
     async def run_action(self, request: Request) -> Response:
         """``POST /v1/runs/{runId}:fork`` (other ``:action`` suffixes are not served)."""
@@ -244,21 +255,23 @@ class Api:
         if body.get("runOptionsOverlay"):
             raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
                            {"field": "runOptionsOverlay"})
-        self.run_for(request, "fork", run_id)  # 404, 403 first.
+        await self.run_for(request, "fork", run_id)  # 404, 403 first.
+        store = self.host.store
         from_seq = want_int(body["fromSeq"], "fromSeq", low=0) if "fromSeq" in body \
-            else _first_turn_cut(self.host.store, run_id)
-        if self.host.active >= self.limits.max_runs:
+            else await store.call(_first_turn_cut, store, run_id)
+        if await self.host.active() >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
                            headers={"Retry-After": "5"})
         try:
-            new_id = fork(self.host.store, run_id, from_seq, mode=mode,
-                          principal=_principal(request) if self.tokens else None)
+            new_id = await store.call(functools.partial(
+                fork, store, run_id, from_seq, mode=mode,
+                principal=_principal(request) if self.tokens else None))
         except WopError as exc:
             raise from_wop_error(exc) from None
-        run = self.host.adopt(new_id)
+        run = await self.host.adopt(new_id)
         return JSONResponse({"runId": new_id, "sourceRunId": run_id, "fromSeq": from_seq,
-                             "mode": mode, "status": run.status,
+                             "mode": mode, "status": await run.astatus(),
                              "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
 
 
@@ -272,10 +285,10 @@ def _principal(request: Request) -> str:
     return str(request.scope.get("state", {}).get("principal") or "")
 
 
-def _council_spec(run: Any) -> Any:
+def _council_spec(run: Any, state: CouncilState) -> Any:
     if run.council is not None:
         return run.council.compile().spec
-    return CouncilSpec.model_validate(run.state.council)
+    return CouncilSpec.model_validate(state.council)
 
 
 def _create_options(body: dict[str, Any], fixture: bool = False

@@ -68,7 +68,8 @@ class EventStore(ABC):
     Backends implement four methods: :meth:`append`, :meth:`read`, :meth:`runs` and
     :meth:`last_sequence`. :meth:`subscribe` has a polling default that backends may improve;
     durable backends also keep idempotency answers (:meth:`remember_answer`,
-    :meth:`recall_answer`, :meth:`forget_answers`), which by default live in the object.
+    :meth:`recall_answer`, :meth:`forget_answers`, :meth:`append_answered`), which by
+    default live in the object.
     The contract ships as a reusable test suite: ``wopdsl.testing.store_conformance``.
     """
 
@@ -123,6 +124,17 @@ class EventStore(ABC):
         with _ANSWERS_LOCK:
             kept: dict[str, Answer] = self.__dict__.setdefault("_answers", {})
             return kept.setdefault(answer.scope, answer)
+
+    def append_answered(self, run_id: str, events: Sequence[RunEventDoc],
+                        expected_sequence: int, answer: Answer) -> None:
+        """:meth:`append`, keeping ``answer`` (as :meth:`remember_answer`) with the events.
+
+        Durable stores do both in one transaction, so an answer is kept exactly when its
+        events are: a retry after a crash finds the answer, or finds nothing appended. This
+        default does one after the other (a crash between them loses the answer).
+        """
+        self.append(run_id, events, expected_sequence)
+        self.remember_answer(answer)
 
     def recall_answer(self, scope: str) -> Answer | None:
         """Return the answer kept for ``scope``, if any."""
@@ -208,7 +220,8 @@ class EventStore(ABC):
 _CLAIMED: set[tuple[object, str]] = set()
 """(storage, run id) pairs a driver in this process holds (see EventStore.claim)."""
 _CLAIMS_LOCK = threading.Lock()
-_ANSWERS_LOCK = threading.Lock()
+_ANSWERS_LOCK = threading.RLock()
+"""Guards the answers kept in store objects (re-entrant: MemoryStore.append_answered)."""
 
 
 def busy(run_id: str, holder: str) -> RunBusy:

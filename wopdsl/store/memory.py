@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from wopdsl.errors import EventInvalid, StoreConflict
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.store.base import EventStore, RunInfo, run_started_at
+from wopdsl.store.base import _ANSWERS_LOCK, Answer, EventStore, RunInfo, run_started_at
 
 if TYPE_CHECKING:
     import asyncio
@@ -48,6 +48,13 @@ class MemoryStore(EventStore):
         if texts:
             self._logs.setdefault(run_id, log).extend(texts)
         self._notify()
+
+    def append_answered(self, run_id: str, events: Sequence[RunEventDoc],
+                        expected_sequence: int, answer: Answer) -> None:
+        """Append and keep ``answer`` under one lock (see :meth:`EventStore.append_answered`)."""
+        with _ANSWERS_LOCK:
+            self.append(run_id, events, expected_sequence)
+            self.remember_answer(answer)
 
     def read(self, run_id: str, after: int = -1) -> list[RunEventDoc]:
         """Return events with ``sequence > after``."""

@@ -19,7 +19,8 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError, StoreUnavailable
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store import _pg_schema as sql
-from wopdsl.store._answers_sql import from_row, params
+from wopdsl.store._answers_sql import from_row
+from wopdsl.store._answers_sql import params as answer_params
 from wopdsl.store._codec import decode_body, encode_event, is_valid_record
 from wopdsl.store._pg_claims import Claims
 from wopdsl.store._pg_connect import Target, parse
@@ -122,7 +123,13 @@ class PostgresStore(EventStore):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
+    def append_answered(self, run_id: str, events: Sequence[RunEventDoc],
+                        expected_sequence: int, answer: Answer) -> None:
+        """Append and keep ``answer`` in one transaction (``EventStore.append_answered``)."""
+        self.append(run_id, events, expected_sequence, answer=answer)
+
+    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int, *,
+               answer: Answer | None = None) -> None:
         """Append atomically in one transaction (see :meth:`EventStore.append`).
 
         Raises:
@@ -150,11 +157,17 @@ class PostgresStore(EventStore):
 
         def call(conn: psycopg.Connection[Any]) -> int:
             try:
-                row = conn.execute(sql.APPEND, params).fetchone()
+                if answer is None:
+                    return _held(conn.execute(sql.APPEND, params).fetchone())
+                with conn.transaction():  # The answer is kept exactly when the events are.
+                    held = _held(conn.execute(sql.APPEND, params).fetchone())
+                    if held + 1 != expected_sequence:
+                        raise _conflict(run_id, expected_sequence, held)
+                    conn.execute(sql.REMEMBER, answer_params(answer))
+                    return held
             except psycopg.errors.UniqueViolation:
                 # Another writer committed the same sequence while this one waited for it.
                 raise _conflict(run_id, expected_sequence, None) from None
-            return -1 if row is None or row[0] is None else int(row[0])
 
         self._check_open()
         with self._claims.connection_for(run_id) as driver:
@@ -241,7 +254,7 @@ class PostgresStore(EventStore):
         """Keep ``answer`` unless its scope has one; return the one kept (first wins)."""
 
         def call(conn: psycopg.Connection[Any]) -> Answer | None:
-            conn.execute(sql.REMEMBER, params(answer))
+            conn.execute(sql.REMEMBER, answer_params(answer))
             return from_row(conn.execute(sql.RECALL, (answer.scope,)).fetchone())
 
         return self._with_conn("keep an idempotency answer in", call) or answer
@@ -379,6 +392,11 @@ def _reconnect_s() -> float:
     except ValueError:
         raise StoreError(f"WOP_STORE_RECONNECT_S is not a number of seconds: {raw!r}",
                          hint="e.g. WOP_STORE_RECONNECT_S=60") from None
+
+
+def _held(row: tuple[Any, ...] | None) -> int:
+    """The run's last sequence before an append, from ``wopdsl_append``'s row."""
+    return -1 if row is None or row[0] is None else int(row[0])
 
 
 def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:

@@ -39,6 +39,7 @@ ORDER BY r.rowid
 """
 
 _SELECT_ANSWER: Final = f"SELECT {COLUMNS} FROM idempotency WHERE scope = ?"
+_INSERT_ANSWER: Final = "INSERT OR IGNORE INTO idempotency VALUES (?, ?, ?, ?, ?)"
 _GC_PAUSE_ROWS: Final = 1000
 """Reads of at least this many records pause the cyclic GC while decoding."""
 
@@ -129,7 +130,13 @@ class SqliteStore(EventStore):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
+    def append_answered(self, run_id: str, events: Sequence[RunEventDoc],
+                        expected_sequence: int, answer: Answer) -> None:
+        """Append and keep ``answer`` in one transaction (``EventStore.append_answered``)."""
+        self.append(run_id, events, expected_sequence, answer=answer)
+
+    def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int, *,
+               answer: Answer | None = None) -> None:
         """Append atomically in one transaction (see :meth:`EventStore.append`).
 
         Raises:
@@ -183,6 +190,8 @@ class SqliteStore(EventStore):
                     if found is None:
                         workflow = str(first["payload"].get("workflowId", ""))
                         conn.execute(_INSERT_RUN, (run_id, workflow, run_started_at(first)))
+                    if answer is not None:
+                        conn.execute(_INSERT_ANSWER, params(answer))
                     cursor.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
@@ -267,8 +276,7 @@ class SqliteStore(EventStore):
         self._writable()
         with self._lock:
             try:
-                self._conn.execute("INSERT OR IGNORE INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                                   params(answer))
+                self._conn.execute(_INSERT_ANSWER, params(answer))
                 row = self._conn.execute(_SELECT_ANSWER, (answer.scope,)).fetchone()
             except sqlite3.Error as exc:
                 raise self._failure(exc, "write to") from exc

@@ -42,8 +42,9 @@ class LiveTrace:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> LiveTrace:
-        """Start following (in a task of the running loop)."""
-        self._feed(self._store.read(self._run_id))
+        """Start following (in a task of the running loop; a blocking store is read there)."""
+        if not self._store.blocking:
+            self._feed(self._store.read(self._run_id))
         self._task = asyncio.ensure_future(self._follow())
         return self
 
@@ -70,6 +71,7 @@ class LiveTrace:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        self._feed(self._store.read(self._run_id, self._projection.last_sequence))
+        store = self._store
+        self._feed(await store.call(store.read, self._run_id, self._projection.last_sequence))
         await asyncio.get_running_loop().run_in_executor(None, self._writer.flush)
         return self._projection.last_sequence
