@@ -5,6 +5,7 @@ refused. On SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import signal
+import urllib.error
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,17 +21,17 @@ HELLO = {"resumeValue": {"content": {"text": "Hello there, @keeper", "mentions":
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def host(request: pytest.FixtureRequest, serve: Any,
-         tmp_path: Path) -> Iterator[Callable[[], Served]]:
-    """Start (and restart) `wop serve` on one store."""
+         tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    """Start (and restart) `wop serve` on one store (``env=``: its extra environment)."""
     if request.param == "sqlite":
-        yield lambda: serve(SEC, store=tmp_path / "runs.db")
+        yield lambda **options: serve(SEC, store=tmp_path / "runs.db", **options)
         return
     pytest.importorskip("psycopg", reason="needs the postgres extra")
     with fresh_database() as url:
         started: list[Served] = []
 
-        def go() -> Served:
-            started.append(serve(SEC, args=("--store", url)))
+        def go(**options: Any) -> Served:
+            started.append(serve(SEC, args=("--store", url), **options))
             return started[-1]
 
         yield go
@@ -49,7 +50,40 @@ def _guest_turns(served: Served, run_id: str) -> list[str]:
             and e["payload"]["turn"]["speakerId"] == "host:guest"]
 
 
-def test_keyed_answers_survive_a_killed_host(host: Callable[[], Served]) -> None:
+def test_a_turn_post_killed_right_after_its_append_is_answered_once_by_its_retry(
+        host: Callable[..., Served]) -> None:
+    # The host dies (SIGKILL, from a test hook) right after the keyed turn post acted: its
+    # turn is appended and no answer was sent. The answer was kept in the turn's own
+    # transaction, so the retry replays it and appends nothing.
+    served = host(env={"WOPDSL_TEST_CRASH_AT": "idempotent-act"})
+    status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "guestbook"})
+    assert status == 201, created  # Not keyed: the hook does not fire.
+    run_id = created["runId"]
+    served.wait_status(run_id, "waiting-input")
+    path = f"/v1/runs/{run_id}/interrupts/room:hall"
+    keyed = {"Idempotency-Key": "crash-1"}
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        served.request("POST", path, HELLO, headers=keyed)
+    assert served.proc.wait(15) == -signal.SIGKILL
+
+    served = host()
+    served.wait_status(run_id, "waiting-input")
+    events = served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
+    turns = [e["payload"]["turn"] for e in events if e["type"] == "conversation.exchanged"
+             and e["payload"]["turn"]["speakerId"] == "host:guest"]
+    assert [t["content"]["text"] for t in turns] == ["Hello there, @keeper"]  # Once.
+    status, answer, headers = served.request("POST", path, HELLO, headers=keyed)
+    assert status == 200 and _replayed(headers), answer
+    assert answer["runId"] == run_id and answer["nodeId"] == "room:hall"
+    assert answer["messageId"] == turns[0]["messageId"]
+    status, again, headers = served.request("POST", path, HELLO, headers=keyed)
+    assert (status, again) == (200, answer) and _replayed(headers)
+    assert _guest_turns(served, run_id) == ["Hello there, @keeper"]
+    served.stop()
+    assert "Traceback" not in served.logs()
+
+
+def test_keyed_answers_survive_a_killed_host(host: Callable[..., Served]) -> None:
     served = host()
     create = {"Idempotency-Key": "create-1"}
     status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "guestbook"},
