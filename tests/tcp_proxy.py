@@ -3,7 +3,10 @@
 ``down()`` closes every connection and refuses new ones (a server that stopped), ``up()``
 listens again on the same port (the server is back), ``stall()`` keeps the connections open
 but passes no byte either way (a network partition: calls hang), ``flow()`` lets them pass
-again. Plain sockets and threads: nothing about the server is faked.
+again. ``hold(marker)`` black-holes just the requests that name ``marker`` (their connection
+stays open, nothing reaches the server, no answer comes) while the rest of the traffic
+flows: the test sees each one held (:meth:`TcpProxy.wait_held`), then lets it pass. Plain
+sockets and threads: nothing about the server is faked.
 """
 
 from __future__ import annotations
@@ -24,6 +27,13 @@ class TcpProxy:
         self._flowing = threading.Event()
         self._flowing.set()
         self._listener: socket.socket | None = None
+        self._marker: bytes | None = None
+        self._held: list[threading.Event] = []
+        self._arrived = threading.Semaphore(0)
+        self.hold_s = 30.0
+        """How long a held request waits for :meth:`release_held` before it passes anyway."""
+        self.overdue = 0
+        """Held requests that passed because nobody released them in time (a frozen test)."""
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         self.port = int(probe.getsockname()[1])
@@ -61,6 +71,27 @@ class TcpProxy:
         """Pass bytes again."""
         self._flowing.set()
 
+    def hold(self, marker: bytes) -> None:
+        """Hold each request a client sends that contains ``marker`` until it is released."""
+        self._arrived = threading.Semaphore(0)
+        self._marker = marker
+
+    def wait_held(self, timeout: float) -> bool:
+        """Wait until a request is held; ``False`` if none was within ``timeout`` seconds."""
+        return self._arrived.acquire(timeout=timeout)
+
+    def release_held(self) -> None:
+        """Let the requests held so far pass (later ones are held again)."""
+        with self._lock:
+            held, self._held = self._held, []
+        for gate in held:
+            gate.set()
+
+    def unhold(self) -> None:
+        """Hold nothing any more; let every held request pass."""
+        self._marker = None
+        self.release_held()
+
     def close(self) -> None:
         """Stop everything."""
         self.flow()
@@ -91,15 +122,23 @@ class TcpProxy:
                     upstream.close()
                     continue
                 self._sockets |= {client, upstream}
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            for source, sink, ask in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pump, args=(source, sink, ask),
+                                 daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, asks: bool) -> None:
+        tail = b""
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
+                marker = self._marker if asks else None
+                if marker is not None:
+                    edge = len(marker) - 1  # A marker may straddle two reads.
+                    if marker in data or marker in tail[-edge:] + data[:edge]:
+                        self._hold_here()
+                tail = data[-64:]
                 self._flowing.wait()
                 sink.sendall(data)
         except OSError:
@@ -108,3 +147,11 @@ class TcpProxy:
             for sock in (source, sink):
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
+
+    def _hold_here(self) -> None:
+        gate = threading.Event()
+        with self._lock:
+            self._held.append(gate)
+        self._arrived.release()
+        if not gate.wait(self.hold_s):
+            self.overdue += 1
