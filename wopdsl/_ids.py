@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
@@ -33,6 +34,15 @@ def is_ident(value: str) -> bool:
 def new_run_id(council_id: str) -> str:
     """Mint a fresh, unique run id for a council."""
     return f"{council_id[:40]}-{secrets.token_hex(6)}"
+
+
+def deterministic_run_id(council_id: str, taken: Callable[[str], bool]) -> str:
+    """The first run id ``<council>-1``, ``<council>-2`` … that is not ``taken``."""
+    prefix = council_id[:56]
+    number = 1
+    while taken(f"{prefix}-{number}"):
+        number += 1
+    return f"{prefix}-{number}"
 
 
 def event_id(run_id: str, sequence: int) -> str:

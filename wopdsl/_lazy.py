@@ -1,4 +1,4 @@
-"""Private: PEP 562 lazy exports for packages whose public names load on first use."""
+"""Private: what loads on first use: PEP 562 lazy exports, and entry points."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "load_entry_point"]
 
 
 def lazy_exports(package: str, names: Mapping[str, str], namespace: dict[str, Any]
@@ -29,3 +29,17 @@ def lazy_exports(package: str, names: Mapping[str, str], namespace: dict[str, An
         return sorted({*namespace, *names})
 
     return __getattr__, __dir__
+
+
+def load_entry_point(group: str, missing: str) -> Any:
+    """Load the first entry point (by name) of ``group``.
+
+    Raises:
+        ImportError: none is installed (``missing`` says what to install).
+    """
+    from importlib.metadata import entry_points
+
+    found = sorted(entry_points(group=group), key=lambda point: point.name)
+    if not found:
+        raise ImportError(f"{missing} (no entry point is registered under {group!r})")
+    return found[0].load()

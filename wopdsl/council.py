@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from wopdsl._ids import Clock, FixedClock, new_run_id
+from wopdsl._ids import Clock, FixedClock, deterministic_run_id, new_run_id
 from wopdsl.agents.python import Handler
 from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
@@ -293,9 +293,8 @@ class Council:
             ValidationError: ``metadata`` is not JSON every reader of the log can serve
                 (nested past 32 levels, an integer beyond 64 bits, over 256 KiB).
         """
-        run = self._prepare(store, run_id, deterministic=deterministic, clock=clock,
-                            max_participants=max_participants, metadata=metadata,
-                            principal=principal)
+        run = self._prepare(store, run_id, deterministic, clock, max_participants, metadata,
+                            principal)
         run._begin(start=True)
         return run
 
@@ -306,23 +305,6 @@ class Council:
         run = await st.call(functools.partial(self._prepare, st, run_id, **options))
         run._begin(start=True)
         return run
-
-    def _prepare(self, store: StoreArg, run_id: str | None, *, deterministic: bool = False,
-                 clock: Clock | None = None, max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-                 metadata: dict[str, Any] | None = None, principal: str | None = None) -> Run:
-        """The handle of a new run, not started yet (reads the store: no loop needed)."""
-        if metadata:
-            problem = json_problem(metadata, max_bytes=MAX_METADATA_BYTES)
-            if problem is not None:
-                raise ValidationError(f"{field_path('metadata', problem[0])}: {problem[1]}",
-                                      hint="send plain JSON data: at most 32 levels deep, "
-                                           "64-bit integers, 256 KiB")
-        engine = self._engine(store, run_id, deterministic, clock, max_participants)
-        if metadata:
-            engine.metadata["request"] = dict(metadata)
-        if principal is not None:
-            engine.metadata["principal"] = principal
-        return Run(engine.store, engine.run_id, engine=engine, council=self)
 
     async def arun(self, store: StoreArg = None, run_id: str | None = None, *,
                    deterministic: bool = False, clock: Clock | None = None,
@@ -363,19 +345,33 @@ class Council:
         engine = engine_for(self.compile(), st, run_id)
         return Run(st, run_id, engine=engine, council=self)
 
-    def _engine(self, store: StoreArg, run_id: str | None, deterministic: bool,
-                clock: Clock | None, max_participants: int) -> Engine:
+    def _prepare(self, store: StoreArg, run_id: str | None, deterministic: bool = False,
+                 clock: Clock | None = None, max_participants: int = DEFAULT_MAX_PARTICIPANTS,
+                 metadata: dict[str, Any] | None = None, principal: str | None = None) -> Run:
+        """A new run's handle, not started yet (it reads the store: no event loop needed)."""
+        if metadata:
+            problem = json_problem(metadata, max_bytes=MAX_METADATA_BYTES)
+            if problem is not None:
+                raise ValidationError(f"{field_path('metadata', problem[0])}: {problem[1]}",
+                                      hint="send plain JSON data: at most 32 levels deep, "
+                                           "64-bit integers, 256 KiB")
         graph = self.compile()
         st = open_store(store)
         if clock is None and deterministic:
             clock = FixedClock()
         if run_id is None:
-            run_id = _deterministic_run_id(st, graph.id) if deterministic else new_run_id(graph.id)
-        metadata: dict[str, Any] = {"clock": "fixed"} if isinstance(clock, FixedClock) else {}
+            run_id = deterministic_run_id(graph.id, st.exists) if deterministic \
+                else new_run_id(graph.id)
+        extra: dict[str, Any] = {"clock": "fixed"} if isinstance(clock, FixedClock) else {}
         if self.handlers:
-            metadata["handlers"] = {m: _qualname(fn) for m, fn in sorted(self.handlers.items())}
-        return Engine(graph, st, run_id, clock=clock, max_participants=max_participants,
-                      metadata=metadata)
+            extra["handlers"] = {m: _qualname(fn) for m, fn in sorted(self.handlers.items())}
+        if metadata:
+            extra["request"] = dict(metadata)
+        if principal is not None:
+            extra["principal"] = principal
+        engine = Engine(graph, st, run_id, clock=clock, max_participants=max_participants,
+                        metadata=extra)
+        return Run(st, run_id, engine=engine, council=self)
 
     def __repr__(self) -> str:
         return f"Council({self._settings.get('id')!r})"
@@ -396,14 +392,6 @@ def load(path: str | os.PathLike[str]) -> Council:
     council = Council.from_spec(declaration.spec, source=path)
     council._declaration = declaration
     return council
-
-
-def _deterministic_run_id(store: EventStore, council_id: str) -> str:
-    prefix = council_id[:56]
-    number = 1
-    while store.exists(f"{prefix}-{number}"):
-        number += 1
-    return f"{prefix}-{number}"
 
 
 def _qualname(fn: Callable[..., Any]) -> str:

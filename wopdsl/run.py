@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
+from wopdsl._lazy import load_entry_point
 from wopdsl._sync import run_sync
 from wopdsl.compile import compile
 from wopdsl.compile.graph import Compiles
@@ -17,6 +18,7 @@ from wopdsl.errors import RunBusy, RunNotFound, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
+from wopdsl.projections.log import EventLog
 from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
@@ -28,54 +30,6 @@ if TYPE_CHECKING:
     from wopdsl.projections.diff import RunDiff
 
 __all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
-
-
-class EventLog(Sequence[RunEventDoc]):
-    """A run's events: a sequence (``len``, indexing, ``==``) that is also callable.
-
-    ``run.events`` compares equal to a list of event dicts (and syrupy snapshots it), while
-    ``async for event in run.events(after=-1)`` catches up and then follows live.
-    """
-
-    def __init__(self, run: Run) -> None:
-        self._run = run
-
-    def _all(self) -> list[RunEventDoc]:
-        return self._run.store.read(self._run.run_id)
-
-    @overload
-    def __getitem__(self, index: int) -> RunEventDoc: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[RunEventDoc]: ...
-    def __getitem__(self, index: int | slice) -> RunEventDoc | Sequence[RunEventDoc]:
-        return self._all()[index]
-
-    def __len__(self) -> int:
-        return self._run.store.last_sequence(self._run.run_id) + 1
-
-    def __iter__(self) -> Iterator[RunEventDoc]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, EventLog):
-            return self._all() == other._all()
-        if isinstance(other, list | tuple):
-            return self._all() == list(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:  # pragma: no cover - a live view is not hashable by value.
-        return id(self)
-
-    def __repr__(self) -> str:
-        return f"EventLog(run={self._run.run_id!r}, events={len(self)})"
-
-    def __call__(self, after: int = -1) -> AsyncIterator[RunEventDoc]:
-        """Yield events after ``after``: catch up, then follow live until the run stops."""
-        return self._run._follow(after)
-
-    def to_list(self) -> list[RunEventDoc]:
-        """Return the events as a plain list."""
-        return self._all()
 
 
 class Run:
@@ -94,7 +48,7 @@ class Run:
         self._state = CouncilState()
         self._task: asyncio.Task[RunStatus] | None = None
         self._started: asyncio.Event | None = None
-        self.events = EventLog(self)
+        self.events = EventLog(store, run_id, self._follow)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
         # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
@@ -103,11 +57,7 @@ class Run:
 
     @property
     def state(self) -> CouncilState:
-        """The folded state, caught up with the log (treat it as read-only).
-
-        Reads the store in place; code on an event loop awaits :meth:`astate` instead, which
-        never holds the loop on a blocking store (PostgreSQL).
-        """
+        """The folded state, caught up with the log (read-only; on a loop, :meth:`astate`)."""
         engine = self._engine
         if engine is not None:
             # The engine driving this run here folds every event it appends: when nothing
@@ -126,25 +76,18 @@ class Run:
         return self.state.status
 
     async def astate(self) -> CouncilState:
-        """:attr:`state`, with the store read on a worker thread for a blocking store.
-
-        On SQLite and in memory it is :attr:`state` (read in place: microseconds).
-        """
-        store = self.store
+        """:attr:`state`, read on a worker thread for a blocking store (PostgreSQL)."""
+        store, engine, state = self.store, self._engine, self._state
         if not store.blocking:
             return self.state
-        engine = self._engine
-        if engine is not None and engine.settled:
+        if engine is not None and engine.settled:  # As in ``state``.
             shared = engine.state
-            last = await store.call(store.last_sequence, self.run_id)
-            if engine.settled and shared is engine.state and shared.last_sequence == last:
+            if shared.last_sequence == await store.call(store.last_sequence, self.run_id) \
+                    and engine.settled and shared is engine.state:
                 return shared
-        state = self._state
         events = await store.call(store.read, self.run_id, state.last_sequence)
-        if events and events[0]["sequence"] <= state.last_sequence:
-            # Another reader of this handle folded some of them meanwhile.
-            events = [e for e in events if e["sequence"] > state.last_sequence]
-        state.apply_all(events)
+        # Another reader of this handle may have folded some of them meanwhile.
+        state.apply_all([e for e in events if e["sequence"] > state.last_sequence])
         return state
 
     async def astatus(self) -> RunStatus:
@@ -227,9 +170,8 @@ class Run:
         if status in TERMINAL or status == "waiting-input":
             # Already stopped: nothing is appended until someone acts, so return now.
             return status
-        store = self.store
-        async for event in store.subscribe(self.run_id, after):
-            if event["sequence"] >= await store.call(store.last_sequence, self.run_id):
+        async for event in self.store.subscribe(self.run_id, after):
+            if event["sequence"] >= await self.store.call(self.store.last_sequence, self.run_id):
                 status = await self.astatus()
                 if status in TERMINAL or status == "waiting-input":
                     break
@@ -246,6 +188,7 @@ class Run:
         """Continue an interrupted or waiting run in this process, then wait for it."""
         if self._task is not None and not self._task.done():
             return await self.wait()
+        await self._aengine()
         self._begin(start=False)
         return await self.wait()
 
@@ -273,9 +216,8 @@ class Run:
             resume: An RFC 0005 §E payload ``{operation, turn, outcome?}`` or bare turn fields
                 (``{"role": "agent", "speakerId": "host:a", "content": {"text": ...}}``);
                 overrides the above. A ``close`` keeps its ``turn`` as the closing turn.
-            answer: For a host answering a request with an ``Idempotency-Key``: given the
-                saved message id and the run's status once the turn is in, returns the
-                :class:`~wopdsl.store.Answer` the store keeps in the turn's own transaction.
+            answer: For a host's request with an ``Idempotency-Key``: from the message id and
+                the run's status, the :class:`~wopdsl.store.Answer` kept with the turn.
 
         Returns:
             The saved message id (``None`` for ``close``).
@@ -300,8 +242,7 @@ class Run:
         was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)
         # Checked after the post: it waits for a batch this handle drives to settle first.
-        ours = self._task is not None and self._task.done()
-        if ours or was_waiting:
+        if was_waiting or (self._task is not None and self._task.done()):
             status = await self.astatus()
             if status not in TERMINAL and status != "waiting-input":
                 self._begin(start=False, follow_if_busy=True)
@@ -348,8 +289,7 @@ class Run:
     async def _stopped(self) -> bool:
         if self._task is not None:
             return self._task.done()
-        status = await self.astatus()
-        return status in TERMINAL or status == "waiting-input"
+        return await self.astatus() in (*TERMINAL, "waiting-input")
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -427,7 +367,8 @@ class Run:
         Raises:
             ImportError: no live view is installed.
         """
-        return _live_view()(self, **options)
+        return load_entry_point(SHOW_ENTRY_POINTS, "run.show() needs the jupyter extra: pip "
+                                "install 'wopdsl[jupyter]'")(self, **options)
 
     def _repr_html_(self) -> str:
         return run_html(self.state)
@@ -441,16 +382,6 @@ class Run:
 
 SHOW_ENTRY_POINTS = "wopdsl.show"
 """The entry-point group :meth:`Run.show` finds its live view in (``pyproject.toml``)."""
-
-
-def _live_view() -> Any:
-    from importlib.metadata import entry_points
-
-    found = sorted(entry_points(group=SHOW_ENTRY_POINTS), key=lambda point: point.name)
-    if not found:
-        raise ImportError("run.show() needs the jupyter extra: pip install 'wopdsl[jupyter]' "
-                          f"(no live view is registered under {SHOW_ENTRY_POINTS!r})")
-    return found[0].load()
 
 
 def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,
