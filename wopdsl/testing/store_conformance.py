@@ -179,6 +179,22 @@ class StoreConformance(AppendAndRead):
         assert store.recall_answer("s0") is None
         assert store.recall_answer("s1") is not None and store.recall_answer("s2") is not None
 
+    def test_an_answer_appended_with_events_is_kept_exactly_when_they_are(
+            self, store: EventStore) -> None:
+        """``append_answered`` keeps the answer with its events; a refused append, neither."""
+        store.append("r1", make_events("r1", 0, 2), 0)
+        late = Answer("late", "f", 200, {"messageId": "m1"}, 1.0)
+        with pytest.raises(StoreConflict):
+            store.append_answered("r1", make_events("r1", 1, 1), 1, late)
+        bad = make_events("r1", 2, 1)
+        bad[0]["payload"] = {"n": float("nan")}
+        with pytest.raises((EventInvalid, TypeError, ValueError)):
+            store.append_answered("r1", bad, 2, late)
+        assert store.recall_answer("late") is None and store.last_sequence("r1") == 1
+        kept = Answer("turn", "f", 200, {"messageId": "m2"}, 1.0)
+        store.append_answered("r1", make_events("r1", 2, 1), 2, kept)
+        assert store.recall_answer("turn") == kept and store.last_sequence("r1") == 2
+
     def test_racing_answers_agree(self, store: EventStore) -> None:
         """Threads remembering one scope at once all get the same answer back."""
         kept: list[Answer] = []
