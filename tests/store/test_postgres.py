@@ -268,6 +268,24 @@ def test_a_claim_is_held_by_the_driving_connection(pg_url: str) -> None:
         other.close()
 
 
+def test_a_claimed_run_keeps_an_answer_with_its_append_on_the_driving_connection(
+        pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    try:
+        store.append("r1", make_events("r1", 0, 2), 0)
+        with store.claim("r1"):
+            turn = Answer("turn", "print", 200, {"messageId": "m1"}, 1.0)
+            store.append_answered("r1", make_events("r1", 2, 1), 2, turn)
+            with pytest.raises(StoreConflict):  # Stale: the transaction keeps nothing.
+                store.append_answered("r1", make_events("r1", 2, 1), 2,
+                                      Answer("stale", "print", 200, {}, 1.0))
+            store.append("r1", make_events("r1", 3, 1), 3)  # The session goes on.
+        assert store.recall_answer("turn") == turn and store.recall_answer("stale") is None
+        assert store.last_sequence("r1") == 3
+    finally:
+        store.close()
+
+
 def test_closing_a_store_releases_its_claims(pg_url: str) -> None:
     store, other = PostgresStore(pg_url), PostgresStore(pg_url)
     try:
