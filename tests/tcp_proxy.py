@@ -15,6 +15,7 @@ import contextlib
 import socket
 import threading
 from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
 
 
 class TcpProxy:
@@ -70,6 +71,18 @@ class TcpProxy:
     def flow(self) -> None:
         """Pass bytes again."""
         self._flowing.set()
+
+    @classmethod
+    def before(cls, url: str) -> TcpProxy:
+        """A proxy in front of the server a ``scheme://user@host:port/…`` URL names."""
+        parts = urlsplit(url)
+        return cls(parts.hostname or "127.0.0.1", parts.port or 5432)
+
+    def via(self, url: str) -> str:
+        """``url`` (``scheme://user@host:port/…``) pointed at this proxy."""
+        parts = urlsplit(url)
+        auth = parts.netloc.rsplit("@", 1)[0]
+        return urlunsplit(parts._replace(netloc=f"{auth}@127.0.0.1:{self.port}"))
 
     def hold(self, marker: bytes) -> None:
         """Hold each request a client sends that contains ``marker`` until it is released."""

@@ -27,6 +27,7 @@ from tests.server.web_browser import (
     require_browser,
     screenshot_dir,
 )
+from tests.tcp_proxy import TcpProxy
 
 pytest.importorskip("starlette", reason="needs the server extra")
 pytest.importorskip("uvicorn", reason="needs the server extra")
@@ -157,6 +158,13 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     yield go
     for served in started:
         served.stop()
+
+
+@pytest.fixture
+def proxy(pg_url: str) -> Iterator[TcpProxy]:
+    """A TCP proxy in front of the test's PostgreSQL server (``proxy.via(pg_url)``)."""
+    with TcpProxy.before(pg_url) as line:
+        yield line
 
 
 @pytest.fixture

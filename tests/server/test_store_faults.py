@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,19 +30,6 @@ pytestmark = pytest.mark.slow
 
 SLOW = {"PINGPONG_DELAY": "0.2", "PINGPONG_TURNS": "10", "PYTHONPATH": str(COUNCILS)}
 TURNS = 19  # ping 10 turns (its 10th ends the rally), pong 9
-
-
-@pytest.fixture
-def proxy(pg_url: str) -> Iterator[TcpProxy]:
-    parts = urlsplit(pg_url)
-    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as line:
-        yield line
-
-
-def _through(pg_url: str, proxy: TcpProxy) -> str:
-    parts = urlsplit(pg_url)
-    auth = parts.netloc.rsplit("@", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{auth}@127.0.0.1:{proxy.port}"))
 
 
 def _events(pg_url: str, run_id: str) -> list[dict[str, Any]]:
@@ -118,7 +105,7 @@ def _start(served: Served) -> str:
 def _running_through(pg_url: str, proxy: TcpProxy, serve: Callable[..., Served]
                      ) -> tuple[Served, str]:
     """A host on the store through ``proxy``, with a run four turns in."""
-    served = serve(COUNCILS / "pingpong.toml", store=_through(pg_url, proxy), env=SLOW)
+    served = serve(COUNCILS / "pingpong.toml", store=proxy.via(pg_url), env=SLOW)
     run_id = _start(served)
     _wait_turns(pg_url, run_id, 4)
     return served, run_id
@@ -188,7 +175,7 @@ def test_wop_run_stops_clearly_when_the_store_stays_away_and_resume_finishes(
     import subprocess
     import sys
 
-    url = _through(pg_url, proxy)
+    url = proxy.via(pg_url)
     env = {**os.environ, **SLOW, "WOP_STORE_RECONNECT_S": "2"}
     env.pop("WOP_STORE", None)
     proc = subprocess.Popen(

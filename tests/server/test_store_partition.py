@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,19 +30,6 @@ SEC = Path(__file__).resolve().parent / "sec_councils"
 HELLO = {"resumeValue": {"content": {"text": "Hello there, @keeper", "mentions": ["keeper"]}}}
 CHECK_S = 10.0
 """How long a check may take while a store request hangs (it takes milliseconds)."""
-
-
-@pytest.fixture
-def proxy(pg_url: str) -> Iterator[TcpProxy]:
-    parts = urlsplit(pg_url)
-    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as line:
-        yield line
-
-
-def _through(pg_url: str, proxy: TcpProxy) -> str:
-    parts = urlsplit(pg_url)
-    auth = parts.netloc.rsplit("@", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{auth}@127.0.0.1:{proxy.port}"))
 
 
 def _discovery_answers(served: Served) -> bool:
@@ -94,7 +81,7 @@ def test_create_reply_fork_and_cancel_never_hold_the_loop_on_a_partitioned_store
     from wopdsl.server.auth import LOCAL_PRINCIPAL
     from wopdsl.server.idempotency import run_id_for_key
 
-    served = serve(SEC, args=("--store", _through(pg_url, proxy)))
+    served = serve(SEC, args=("--store", proxy.via(pg_url)))
     other = _create(served)
     served.wait_status(other, "waiting-input")
 
@@ -141,7 +128,7 @@ async def test_a_runs_state_awaited_on_a_loop_lets_it_run_while_the_store_hangs(
 
     council = load(SEC / "guestbook.toml")
     direct = PostgresStore(pg_url)
-    store = PostgresStore(_through(pg_url, proxy))
+    store = PostgresStore(proxy.via(pg_url))
     proxy.hold_s = 5.0  # A loop frozen by a held read would wait that long, then fail.
     try:
         await (await council.astart(direct, "watched")).wait()
