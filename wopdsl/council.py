@@ -11,7 +11,7 @@ from wopdsl._ids import Clock, FixedClock, new_run_id
 from wopdsl.agents.python import Handler
 from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
-from wopdsl.compile.handlers import spec_with_references
+from wopdsl.compile.handlers import qualified_name, spec_with_references
 from wopdsl.declare.toml import Declaration, declaration_from_data, load_declaration
 from wopdsl.engine import Engine, engine_for
 from wopdsl.errors import DeclarationError, Problem, ValidationError
@@ -46,8 +46,11 @@ class Council:
         self._rooms: list[dict[str, Any]] = []
         self._members: list[dict[str, Any]] = []
         self._models: dict[str, dict[str, Any]] = {}
+        self._mcp: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {}
         """Python handlers bound to members, by member id."""
+        self.tools: dict[str, Callable[..., Any]] = {}
+        """Python tool functions registered with :meth:`tool`, by name."""
         self.source: str | None = None
         """The council file, when loaded from one."""
         self.base_dir: Path | None = None
@@ -110,6 +113,22 @@ class Council:
         self._models[name] = {"model": model,
                               **{k: v for k, v in options.items() if v is not None}}
         return self
+
+    def mcp(self, name: str, **options: Any) -> Council:
+        """Declare an MCP server ``[mcp.NAME]`` (``command=`` for stdio or ``url=``, …)."""
+        self._mutable()
+        self._mcp[name] = {k: v for k, v in options.items() if v is not None}
+        return self
+
+    def tool(self, fn: F | None = None, *, name: str | None = None) -> Any:
+        """Register a typed function as a tool members name in ``tools`` (docs/guides/tools.md)."""
+
+        def register(function: F) -> F:
+            self.tools[name or function.__name__] = function
+            self._compiled = None
+            return function
+
+        return register(fn) if fn is not None else register
 
     def member(self, id: str | None = None, *, role: str, brief: str = "",
                initial_turn: bool = True, **options: Any) -> Callable[[F], F]:
@@ -183,6 +202,8 @@ class Council:
                                     "members": self._members}
             if self._models:
                 data["models"] = self._models
+            if self._mcp:
+                data["mcp"] = self._mcp
             declaration = declaration_from_data(
                 data, source=f"Council({self._settings.get('id')!r})")
             self._declaration = declaration
@@ -219,7 +240,7 @@ class Council:
             DeclarationError: every problem, located in the council file when there is one.
         """
         spec = self.spec
-        key = (self.base_dir, self.source, *self.handlers.items())
+        key = (self.base_dir, self.source, *self.handlers.items(), *self.tools.items())
         if self._compiled is not None and self._compiled[1].spec is spec \
                 and self._compiled[0] == key:
             return self._compiled[1]
@@ -227,7 +248,8 @@ class Council:
             self._declaration is not None and self._declaration.spec is spec) else None
         try:
             graph = compile_graph(spec, self.handlers, base_dir=self.base_dir,
-                                  source=self.source, checked=declaration is not None)
+                                  source=self.source, checked=declaration is not None,
+                                  tools=self.tools)
         except DeclarationError as exc:
             if declaration is None:
                 raise
@@ -273,7 +295,7 @@ class Council:
         """
         from wopdsl.declare.export import to_toml
 
-        return to_toml(spec_with_references(self.spec, self.handlers) if handlers
+        return to_toml(spec_with_references(self.spec, self.handlers, self.tools) if handlers
                        else self.spec)
 
     # -- running ---------------------------------------------------------------------------
@@ -356,7 +378,8 @@ class Council:
             run_id = _deterministic_run_id(st, graph.id) if deterministic else new_run_id(graph.id)
         metadata: dict[str, Any] = {"clock": "fixed"} if isinstance(clock, FixedClock) else {}
         if self.handlers:
-            metadata["handlers"] = {m: _qualname(fn) for m, fn in sorted(self.handlers.items())}
+            metadata["handlers"] = {m: qualified_name(fn)
+                                    for m, fn in sorted(self.handlers.items())}
         return Engine(graph, st, run_id, clock=clock, max_participants=max_participants,
                       metadata=metadata)
 
@@ -387,9 +410,3 @@ def _deterministic_run_id(store: EventStore, council_id: str) -> str:
     while store.exists(f"{prefix}-{number}"):
         number += 1
     return f"{prefix}-{number}"
-
-
-def _qualname(fn: Callable[..., Any]) -> str:
-    module = getattr(fn, "__module__", None) or "?"
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    return f"{module}:{name}"

@@ -235,13 +235,30 @@ class Host:
             message = await run.reply(room=room, as_=member, resume=resume)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None
+        self._woken(run)
+        return message
+
+    async def approve(self, run: Run, *, call: str, member: str, grant: bool,
+                      reason: str) -> str:
+        """Decide a tool call waiting for ``member``'s approval; wake the supervisor.
+
+        Raises:
+            ApiError: 422 when the decision is refused (nothing appended).
+        """
+        try:
+            decided = await run.approve(call, as_=member, reject=not grant, reason=reason)
+        except WopError as exc:
+            raise from_wop_error(exc, refused_turn=True) from None
+        self._woken(run)
+        return decided
+
+    def _woken(self, run: Run) -> None:
         if run.run_id not in self._supervisors and run.status not in TERMINAL_STATUSES:
             self._runs[run.run_id] = run
             self._supervise(run, resume=False)
         wake = self._wakes.get(run.run_id)
         if wake is not None:
             wake.set()
-        return message
 
     async def cancel(self, run: Run, reason: str) -> None:
         """Cancel ``run`` (``run.cancelled``); nothing happens to a run that already ended."""

@@ -12,6 +12,7 @@ from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
 from wopdsl.server.access import Access, Action
+from wopdsl.server.approvals import approval_at
 from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
@@ -185,6 +186,16 @@ class Api:
         async def act() -> tuple[int, dict[str, Any]]:
             run = self.run_for(request, "read")
             state = run.state
+            if node_id.removeprefix("room:") not in state.rooms or any(
+                    a.member == node_id for a in state.tools.approvals.values()):
+                # a member's node: its tool call waits for approval
+                call, approver, grant, reason = approval_at(
+                    state, {m.id: m for m in _council_spec(run).members}, node_id,
+                    body["resumeValue"], principal, tokens=bool(self.tokens))
+                await self.host.approve(run, call=call, member=approver, grant=grant,
+                                        reason=reason)
+                return 200, {"runId": run_id, "nodeId": node_id, "status": run.status,
+                             "callId": call}
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
                 code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"
