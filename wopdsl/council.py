@@ -12,7 +12,7 @@ from wopdsl._ids import Clock, FixedClock, deterministic_run_id, new_run_id
 from wopdsl.agents.python import Handler
 from wopdsl.compile import CouncilGraph
 from wopdsl.compile import compile as compile_graph
-from wopdsl.compile.handlers import spec_with_references
+from wopdsl.compile.handlers import qualified_name, spec_with_references
 from wopdsl.declare.toml import Declaration, declaration_from_data, load_declaration
 from wopdsl.engine import Engine, engine_for
 from wopdsl.errors import DeclarationError, Problem, ValidationError
@@ -47,8 +47,11 @@ class Council:
         self._rooms: list[dict[str, Any]] = []
         self._members: list[dict[str, Any]] = []
         self._models: dict[str, dict[str, Any]] = {}
+        self._mcp: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {}
         """Python handlers bound to members, by member id."""
+        self.tools: dict[str, Callable[..., Any]] = {}
+        """Python tool functions registered with :meth:`tool`, by name."""
         self.source: str | None = None
         """The council file, when loaded from one."""
         self.base_dir: Path | None = None
@@ -111,6 +114,22 @@ class Council:
         self._models[name] = {"model": model,
                               **{k: v for k, v in options.items() if v is not None}}
         return self
+
+    def mcp(self, name: str, **options: Any) -> Council:
+        """Declare an MCP server ``[mcp.NAME]`` (``command=`` for stdio or ``url=``, …)."""
+        self._mutable()
+        self._mcp[name] = {k: v for k, v in options.items() if v is not None}
+        return self
+
+    def tool(self, fn: F | None = None, *, name: str | None = None) -> Any:
+        """Register a typed function as a tool members name in ``tools`` (docs/guides/tools.md)."""
+
+        def register(function: F) -> F:
+            self.tools[name or function.__name__] = function
+            self._compiled = None
+            return function
+
+        return register(fn) if fn is not None else register
 
     def member(self, id: str | None = None, *, role: str, brief: str = "",
                initial_turn: bool = True, **options: Any) -> Callable[[F], F]:
@@ -184,6 +203,8 @@ class Council:
                                     "members": self._members}
             if self._models:
                 data["models"] = self._models
+            if self._mcp:
+                data["mcp"] = self._mcp
             declaration = declaration_from_data(
                 data, source=f"Council({self._settings.get('id')!r})")
             self._declaration = declaration
@@ -220,7 +241,7 @@ class Council:
             DeclarationError: every problem, located in the council file when there is one.
         """
         spec = self.spec
-        key = (self.base_dir, self.source, *self.handlers.items())
+        key = (self.base_dir, self.source, *self.handlers.items(), *self.tools.items())
         if self._compiled is not None and self._compiled[1].spec is spec \
                 and self._compiled[0] == key:
             return self._compiled[1]
@@ -228,7 +249,8 @@ class Council:
             self._declaration is not None and self._declaration.spec is spec) else None
         try:
             graph = compile_graph(spec, self.handlers, base_dir=self.base_dir,
-                                  source=self.source, checked=declaration is not None)
+                                  source=self.source, checked=declaration is not None,
+                                  tools=self.tools)
         except DeclarationError as exc:
             if declaration is None:
                 raise
@@ -274,7 +296,7 @@ class Council:
         """
         from wopdsl.declare.export import to_toml
 
-        return to_toml(spec_with_references(self.spec, self.handlers) if handlers
+        return to_toml(spec_with_references(self.spec, self.handlers, self.tools) if handlers
                        else self.spec)
 
     # -- running ---------------------------------------------------------------------------
@@ -364,7 +386,7 @@ class Council:
                 else new_run_id(graph.id)
         extra: dict[str, Any] = {"clock": "fixed"} if isinstance(clock, FixedClock) else {}
         if self.handlers:
-            extra["handlers"] = {m: _qualname(fn) for m, fn in sorted(self.handlers.items())}
+            extra["handlers"] = {m: qualified_name(fn) for m, fn in sorted(self.handlers.items())}
         if metadata:
             extra["request"] = dict(metadata)
         if principal is not None:
@@ -392,9 +414,3 @@ def load(path: str | os.PathLike[str]) -> Council:
     council = Council.from_spec(declaration.spec, source=path)
     council._declaration = declaration
     return council
-
-
-def _qualname(fn: Callable[..., Any]) -> str:
-    module = getattr(fn, "__module__", None) or "?"
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    return f"{module}:{name}"

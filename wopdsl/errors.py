@@ -41,6 +41,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TurnError",
+    "TurnSuspended",
     "ValidationError",
     "WopError",
 ]
@@ -62,6 +63,9 @@ CODES: Final[tuple[str, ...]] = (
     "RUN_NOT_FOUND",
     "MODEL_ERROR",
     "BUDGET_EXHAUSTED",
+    "TOOL_ERROR",
+    "TOOL_LIMIT",
+    "TOOL_IN_DOUBT",
 )
 """Every stable error code, in the order docs/errors.md documents them."""
 
@@ -252,3 +256,14 @@ class TurnError(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+
+class TurnSuspended(TurnError):
+    """A turn waits for a decision (a tool call's approval).
+
+    It stays in flight, the run waits for input, and the turn runs again once the decision
+    is in the log.
+    """
+
+    def __init__(self, message: str = "waiting for an approval") -> None:
+        super().__init__("SUSPENDED", message)

@@ -237,16 +237,37 @@ class Run:
                                           else parse_mentions(text)),
                            operation=operation, outcome=outcome, resume=resume, answer=answer)
         engine = await self._aengine()
-        # Drive on here only if this handle drove the run, or nobody does (it was waiting):
-        # a run executing in another process keeps its own driver.
         was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)
-        # Checked after the post: it waits for a batch this handle drives to settle first.
+        await self._drive_on(was_waiting)
+        return message
+
+    async def approve(self, call: str | None = None, *, as_: str | None = None,
+                      reject: bool = False, reason: str = "") -> str:
+        """Decide a tool call waiting for approval (``approval = MEMBER``); return its id.
+
+        ``call``: the call id (default: the one waiting); a rejection is the tool's result.
+
+        Raises:
+            ValidationError: nothing waits, several do and ``call`` is missing, or ``as_``
+                is not the approver; nothing was appended.
+        """
+        engine = await self._aengine()
+        was_waiting = await self.astatus() == "waiting-input"
+        decided = await engine.decide(call, as_=as_, grant=not reject, reason=reason)
+        await self._drive_on(was_waiting)
+        return decided
+
+    async def _drive_on(self, was_waiting: bool) -> None:
+        """After input: drive the run here if this handle drove it or nobody did.
+
+        A run executing in another process keeps its own driver. Checked after the input
+        landed (it waits for a batch this handle drives to settle first).
+        """
         if was_waiting or (self._task is not None and self._task.done()):
             status = await self.astatus()
             if status not in TERMINAL and status != "waiting-input":
                 self._begin(start=False, follow_if_busy=True)
-        return message
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """Cancel the run: running turns stop, conversations close, ``run.cancelled``."""

@@ -23,8 +23,10 @@ SECTIONS = {
     "## `[council]`": ["CouncilSettings"],
     "## `[[rooms]]`": ["RoomSpec"],
     "## `[[members]]`": ["MemberSpec"],
+    "### Tool policies": ["ToolPolicy"],
     "### Script steps": ["ScriptStep", "ScriptPost"],
     "## `[models.NAME]`": ["ModelProfile"],
+    "## `[mcp.NAME]`": ["McpServerSpec"],
 }
 """Each section of the page, and the schema definitions its key tables document, in order."""
 
@@ -110,7 +112,8 @@ def test_every_key_of_the_schema_is_documented_with_its_default(schema: dict[str
 
 def test_every_table_of_the_file_has_its_section(schema: dict[str, Any]) -> None:
     headings = {"council": "## `[council]`", "rooms": "## `[[rooms]]`",
-                "members": "## `[[members]]`", "models": "## `[models.NAME]`"}
+                "members": "## `[[members]]`", "models": "## `[models.NAME]`",
+                "mcp": "## `[mcp.NAME]`"}
     assert set(schema["properties"]) == set(headings)
     for heading in headings.values():
         assert f"\n{heading}\n" in _page()

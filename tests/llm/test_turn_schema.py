@@ -172,7 +172,7 @@ async def test_a_repair_streams_on_its_own_channel(server: ScriptedModelServer,
     by_channel: dict[str, list[dict[str, Any]]] = {}
     for chunk in chunks:
         by_channel.setdefault(chunk["channel"], []).append(chunk)
-    assert list(by_channel) == ["attempt-0", "attempt-0.repair-1"]
+    assert list(by_channel) == ["attempt-0", "attempt-0.call-1"]
     assert "".join(c["chunk"] for c in by_channel["attempt-0"]) == "{not json"
     for stream in by_channel.values():
         assert [c.get("isLast", False) for c in stream][-1] is True

@@ -17,6 +17,9 @@ class TestSqliteStore(StoreConformance):
     def reopen_store(self, tmp_path: Path) -> SqliteStore:
         return SqliteStore(tmp_path / "runs.db")
 
+    def private_store(self, tmp_path: Path) -> SqliteStore:
+        return SqliteStore(tmp_path / "runs.db")
+
     def write_raw_record(self, tmp_path: Path, run_id: str, sequence: int, body: str) -> None:
         with closing(sqlite3.connect(tmp_path / "runs.db")) as conn, conn:
             conn.execute(
@@ -27,4 +30,7 @@ class TestSqliteStore(StoreConformance):
 
 class TestMemoryStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> MemoryStore:
+        return MemoryStore()
+
+    def private_store(self, tmp_path: Path) -> MemoryStore:
         return MemoryStore()

@@ -182,21 +182,36 @@ def test_the_store_creates_its_tables_once_and_records_the_version(pg_url: str) 
     try:
         assert errors == [] and len(stores) == 4
         with psycopg.connect(pg_url) as conn:
-            assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(2,)]
+            assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(3,)]
             tables = {r[0] for r in conn.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert tables == {"wopdsl_schema", "wopdsl_runs", "wopdsl_events",
-                          "wopdsl_idempotency"}
+                          "wopdsl_idempotency", "wopdsl_private"}
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_version_2_database_is_migrated_to_keep_private_records(pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # what schema 2 left behind
+        conn.execute("DROP TABLE wopdsl_private")
+        conn.execute("UPDATE wopdsl_schema SET version = 2")
+    store = PostgresStore(pg_url)
+    try:
+        store.save_private("r1", {"k": "v"})
+        assert store.read_private("r1") == {"k": "v"}
+    finally:
+        store.close()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(3,)]
 
 
 def test_a_newer_schema_is_refused(pg_url: str) -> None:
     PostgresStore(pg_url).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE wopdsl_schema SET version = 99")
-    text = _refused(pg_url, "schema version 99", "newer than this wopdsl understands (2)",
+    text = _refused(pg_url, "schema version 99", "newer than this wopdsl understands (3)",
                     "upgrade wopdsl")
     assert "127.0.0.1" in text
 
@@ -207,16 +222,19 @@ def test_a_version_1_schema_is_migrated_with_its_runs_kept(pg_url: str) -> None:
     store.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:  # As release 1 left it.
         conn.execute("DROP TABLE wopdsl_idempotency")
+        conn.execute("DROP TABLE wopdsl_private")
         conn.execute("UPDATE wopdsl_schema SET version = 1")
     store = PostgresStore(pg_url)
     try:
         assert [e["sequence"] for e in store.read("r1")] == [0, 1]
         kept = store.remember_answer(Answer("s", "f", 201, {"runId": "r1"}, 1.0))
         assert store.recall_answer("s") == kept
+        store.save_private("r1", {"k": "v"})
+        assert store.read_private("r1") == {"k": "v"}
     finally:
         store.close()
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(2,)]
+        assert conn.execute("SELECT version FROM wopdsl_schema").fetchall() == [(3,)]
 
 
 def test_stores_in_separate_schemas_do_not_mix(pg_url: str) -> None:

@@ -29,6 +29,9 @@ class TestPostgresStore(StoreConformance):
     def reopen_store(self, tmp_path: Path):  # type: ignore[no-untyped-def]
         return self.make_store(tmp_path)
 
+    def private_store(self, tmp_path: Path):  # type: ignore[no-untyped-def]
+        return self.make_store(tmp_path)
+
     def write_raw_record(self, tmp_path: Path, run_id: str, sequence: int, body: str) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(

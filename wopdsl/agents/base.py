@@ -9,6 +9,7 @@ from wopdsl.model.turns import Turn
 
 if TYPE_CHECKING:
     from wopdsl.agents.budget import RunBudget
+    from wopdsl.agents.tools.journal import ToolJournal
 
 __all__ = ["MemberAgent", "TurnRecorder", "turn_context"]
 
@@ -35,6 +36,9 @@ class TurnRecorder(Protocol):
     endpoints: dict[str, str]
     """Model profile name → the base URL the run recorded for it (``run.started`` metadata
     ``models``), for profiles without ``base_url``: resume and forks call the same server."""
+    @property
+    def journal(self) -> ToolJournal:
+        """What the turn's tool calls keep, for exactly-once effects (DESIGN.md §20)."""
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:
         """Append one event (``prompt.composed``, ``provider.usage``, ``budget.*`` …)."""

@@ -28,7 +28,7 @@ class Breach:
     """A call refused by the budget: which dimension, what was used and the limit."""
 
     dimension: str
-    """``tokens`` or ``cost`` (RFC 0084 dimension names)."""
+    """``tokens``, ``cost`` or ``toolCalls`` (RFC 0084 dimension names)."""
     consumed: float
     """What the run had consumed (reservations in flight included)."""
     limit: float
@@ -47,11 +47,15 @@ class RunBudget:
     """
 
     def __init__(self, max_tokens: int | None, max_cost_usd: float | None, *,
-                 tokens: int = 0, cost: float = 0.0) -> None:
+                 tokens: int = 0, cost: float = 0.0, max_tool_calls: int | None = None,
+                 tool_calls: int = 0) -> None:
         self.max_tokens = max_tokens
         self.max_cost_usd = max_cost_usd
         self.tokens = tokens
         self.cost = cost
+        self.max_tool_calls = max_tool_calls
+        """Most tool calls in the run (RFC 0084 ``toolCalls``), or ``None``."""
+        self.tool_calls = tool_calls
         self._reserved_tokens = 0
         self._reserved_cost = 0.0
 
@@ -73,6 +77,21 @@ class RunBudget:
         self._reserved_tokens += tokens
         self._reserved_cost += cost or 0.0
         return None
+
+    def reserve_tool_call(self) -> Breach | None:
+        """Count one tool call, or return the breach when the run has made its last."""
+        if self.max_tool_calls is not None and self.tool_calls >= self.max_tool_calls:
+            return Breach("toolCalls", self.tool_calls, self.max_tool_calls, 1)
+        self.tool_calls += 1
+        return None
+
+    def tool_calls_event(self) -> dict[str, Any] | None:
+        """The ``budget.consumed`` payload of the tool-call dimension, when it is limited."""
+        if self.max_tool_calls is None:
+            return None
+        return {"dimension": "toolCalls", "consumed": self.tool_calls,
+                "limit": self.max_tool_calls,
+                "remaining": self.max_tool_calls - self.tool_calls}
 
     def settle(self, reserved_tokens: int, reserved_cost: float | None, tokens: int,
                cost: float | None) -> None:

@@ -38,10 +38,20 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     spec = graph.spec
     settings = spec.council
     out = ctx.out
+    tools: dict[str, list[str]] = {}
+    if graph.toolsets():  # starts the MCP servers to list their tools (DESIGN.md §20)
+        import asyncio
+
+        from wopdsl.cli._tool_check import tool_lines
+
+        tools = asyncio.run(tool_lines(council))
     if args.json:
-        print_json({"status": "ok", "council": spec.id, "version": settings.version,
-                    "rooms": {r.id: list(r.members) for r in graph.rooms.values()},
-                    "members": [m.id for m in graph.members.values()]}, out)
+        doc = {"status": "ok", "council": spec.id, "version": settings.version,
+               "rooms": {r.id: list(r.members) for r in graph.rooms.values()},
+               "members": [m.id for m in graph.members.values()]}
+        if tools:
+            doc["tools"] = tools
+        print_json(doc, out)
         return EXIT_OK
     print(f"ok: council {spec.id} (version {settings.version})", file=out)
     print(f"  task: {settings.task}", file=out)
@@ -61,8 +71,15 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
         tail = f" ({'; '.join(extra)})" if extra else ""
         print(f"    {member.id} [{member.spec.role}] engine={member.spec.engine} "
               f"cap={member.cap}{tail}", file=out)
+        for line in tools.get(member.id, []):
+            print(f"      tool {line}", file=out)
     for line in worst_case_lines(spec, graph.members.values()):
         print(line, file=out)
+    if tools:
+        from wopdsl.cli._tool_check import tool_worst_case
+
+        for line in tool_worst_case(council, tools):
+            print(line, file=out)
     out.flush()
     return EXIT_OK
 
@@ -216,7 +233,9 @@ def worst_case_lines(spec: Any, members: Any) -> list[str]:
         profile = spec.models[member.spec.model]
         out = member.spec.max_output_tokens or profile.max_output_tokens
         repairs = member.spec.repair_attempts if member.spec.repair_attempts is not None else 1
-        calls = member.cap * (1 + repairs)
+        toolset = getattr(member.agent, "toolset", None)  # one model call per round of tools
+        rounds = toolset.max_calls if toolset is not None else 0
+        calls = member.cap * (1 + repairs + rounds)
         tokens += calls * out
         price = profile.cost_usd(0, calls * out)
         if price is None:

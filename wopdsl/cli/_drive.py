@@ -30,6 +30,7 @@ from wopdsl.cli._targets import (
     council_of_run,
     load_council,
 )
+from wopdsl.cli._tool_check import opened_tools
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
 from wopdsl.state import TERMINAL
 
@@ -121,7 +122,8 @@ def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> in
         print_json(run_json(run.run_id, state), ctx.out)
     else:
         print_stop(run.run_id, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
-                   debug=ctx.debug, memory=ctx.is_memory, council=ctx.council_ref)
+                   debug=ctx.debug, memory=ctx.is_memory, council=ctx.council_ref,
+                   store=run.store)
     if as_json and state.status not in TERMINAL and ctx.is_memory:
         print(f"note: {MEMORY_GONE}", file=ctx.err, flush=True)
     return exit_code_for_status(state.status)
@@ -139,11 +141,20 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
                            hint=f"choose another --run-id, or continue it with "
                                 f"`{resume_hint(args.run_id, ctx.store_flag, ctx.council_ref)}`")
 
+    tools = contextlib.AsyncExitStack()
+
     async def begin() -> tuple[Run, str]:
+        # Tools are checked (MCP servers started, listed) before anything is written; the
+        # servers stay up for the run (DESIGN.md §20).
+        await tools.enter_async_context(opened_tools(council))
         run = council.start(store, args.run_id, max_participants=args.max_participants)
         return run, f"run {run.run_id} (council {council.id}, store {ctx.store_shown})"
 
-    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, Run.wait)
+    async def until(run: Run) -> Any:
+        async with tools:
+            return await run.wait()
+
+    return _live(ctx, LivePrinter(ctx.out, quiet=args.json), args.json, begin, until)
 
 
 def _live(ctx: Context, printer: LivePrinter, as_json: bool,

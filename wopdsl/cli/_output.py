@@ -15,6 +15,7 @@ from wopdsl import (
     ValidationError,
     WopError,
 )
+from wopdsl.cli._tool_lines import approval_lines, tool_line
 from wopdsl.errors import CODES
 from wopdsl.projections import escape
 from wopdsl.protocol import RunEventDoc
@@ -122,7 +123,12 @@ class LivePrinter:
         if event["sequence"] <= self.last_sequence:
             return
         self.last_sequence = event["sequence"]
-        if self.quiet or posted_turn(event) is None:
+        if self.quiet:
+            return
+        if posted_turn(event) is None:
+            line = tool_line(event)  # tools and approvals (DESIGN.md §20)
+            if line is not None:
+                print(line, file=self.out, flush=True)
             return
         print(message_line(event), file=self.out, flush=True)
         self.printed += 1
@@ -210,13 +216,14 @@ def resume_hint(run_id: str, store_flag: str = "", council: str | None = None) -
 
 def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                store_flag: str = "", debug: bool = False, memory: bool = False,
-               council: str | None = None) -> None:
+               council: str | None = None, store: EventStore | None = None) -> None:
     """Print the final answers, the status line and what to do next.
 
     With ``debug``, a failed run also shows each failed handler's traceback. With
     ``memory`` (the store was ``memory:``, gone when the command ends) no hint names a
     command that would need the run. ``council``: the file or ``MODULE:ATTR`` that binds
     the run's python handlers in code, named in the hints (the log alone cannot bind them).
+    ``store``: where pending approvals' arguments are read (when the log keeps hashes only).
     """
     if state.members:
         print("\nresults", file=out)
@@ -242,8 +249,8 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
     events = state.last_sequence + 1
     print(f"\n{status}: run {run_id} ({events} events)", file=out, flush=True)
     if status == "waiting-input":
-        print(waiting_text(run_id, state, store_flag, memory=memory, council=council),
-              file=out, flush=True)
+        print(waiting_text(run_id, state, store_flag, memory=memory, council=council,
+                           store=store), file=out, flush=True)
     elif status == "failed":
         error = state.error or {}
         hint = MEMORY_GONE if memory else f"see the log with `wop{store_flag} events {run_id}`"
@@ -275,7 +282,8 @@ def print_failures(state: CouncilState, err: TextIO) -> None:
 
 
 def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
-                 memory: bool = False, council: str | None = None) -> str:
+                 memory: bool = False, council: str | None = None,
+                 store: EventStore | None = None) -> str:
     """Say who is waiting for input in which rooms, and how to reply.
 
     With ``memory`` (a ``memory:`` store, gone with the command) say so instead of how;
@@ -289,10 +297,14 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
         where = f"in room{'s' if len(rooms) != 1 else ''} {', '.join(rooms)}" if rooms else \
             "(no open room)"
         lines.append(f"waiting for input: {member_id} {where}")
+    approvals = approval_lines(run_id, state, store_flag, store)
+    lines.extend(approvals[:-1] if memory else approvals)
     if memory:
         lines.append(f"note: {MEMORY_GONE}")
         return "\n".join(lines)
     names = state.waiting_for
+    if not names:
+        return "\n".join(lines)
     as_flag = f" --as {names[0]}" if len(names) > 1 else ""
     room = shlex.quote(first_room or "ROOM")
     council_flag = f" --council {shlex.quote(council)}" if council else ""

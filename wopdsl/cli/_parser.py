@@ -36,6 +36,7 @@ class _Commands:
 _commands = _Commands("wopdsl.cli._commands")
 _drive = _Commands("wopdsl.cli._drive")
 _inspect = _Commands("wopdsl.cli._inspect")
+_approve = _Commands("wopdsl.cli._approve")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -154,6 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--outcome", metavar="JSON", help="with --close: the conversation's outcome")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member to post as (when there are several)")
+    cmd.add_argument("--council", metavar="FILE",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _json_flag(cmd)
+
+    cmd = add("approve", _approve.cmd_approve,
+              "decide a tool call that waits for approval, then continue the run")
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("call", metavar="CALL", nargs="?", default=None,
+                     help="the call id (default: the one call waiting)")
+    cmd.add_argument("--reject", action="store_true",
+                     help="reject the call (the model reads the rejection as its result)")
+    cmd.add_argument("--reason", metavar="TEXT", help="why (given to the model with --reject)")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human member deciding (the tool's approver)")
     cmd.add_argument("--council", metavar="FILE",
                      help="council file or MODULE:ATTR that re-binds python handlers")
     _json_flag(cmd)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ def compile(
     base_dir: str | Path | None = None,
     source: str | None = None,
     checked: bool = False,
+    tools: Mapping[str, Callable[..., Any]] | None = None,
 ) -> CouncilGraph:
     """Check every reference of ``spec`` and build the graph the engine runs.
 
@@ -39,6 +40,8 @@ def compile(
         source: The council file, for error locations and ``run.started`` metadata.
         checked: ``spec`` came from the loader (or ``spec_from_data``), which already ran
             :func:`~wopdsl.model.checks.check_spec` on it: skip that second pass.
+        tools: Python tool functions registered by name (``@council.tool``); members name
+            them in ``tools = [...]``.
 
     Returns:
         The compiled graph.
@@ -61,6 +64,12 @@ def compile(
     members: dict[str, CompiledMember] = {}
     settings = spec.council
     clients: dict[str, Any] = {}
+    toolsets: dict[str, Any] = {}
+    if any(member.tools for member in spec.members):
+        # Imported here: councils without tools never load the tools package.
+        from wopdsl.compile._tools import build_toolsets
+
+        toolsets = build_toolsets(spec, tools or {}, base_dir, problems)
     for index, member in enumerate(spec.members):
         brief = _template(member.brief, f"members[{index}].brief", problems)
         timeout = member.turn_timeout_ms or settings.turn_timeout_ms
@@ -73,7 +82,8 @@ def compile(
             rooms=tuple(r.id for r in spec.rooms if member.id in r.members),
             brief=brief,
             agent=(_llm_agent(spec, member, index, clients, problems,
-                              member.max_output_bytes or settings.max_output_bytes)
+                              member.max_output_bytes or settings.max_output_bytes,
+                              toolsets.get(member.id))
                    if member.engine == "llm"
                    else _agent(member, index, handlers, base_dir, problems,
                                timeout / 1000 if timeout else None,
@@ -168,7 +178,8 @@ def _agent(
 
 
 def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[str, Any],
-               problems: list[Problem], max_output_bytes: int) -> MemberAgent | None:
+               problems: list[Problem], max_output_bytes: int,
+               toolset: Any = None) -> MemberAgent | None:
     # Imported here: the llm engine's modules are only needed by councils that use it (and
     # they import the openai package only when the first call is made).
     from wopdsl.agents.llm import LlmAgent, ProfileClient, PromptTemplates, RoomView
@@ -197,4 +208,4 @@ def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[
         else profile.temperature,
         max_output_tokens=member.max_output_tokens or profile.max_output_tokens,
         repair_attempts=member.repair_attempts if member.repair_attempts is not None
-        else DEFAULT_REPAIR_ATTEMPTS, max_output_bytes=max_output_bytes)
+        else DEFAULT_REPAIR_ATTEMPTS, max_output_bytes=max_output_bytes, toolset=toolset)

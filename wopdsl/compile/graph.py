@@ -129,6 +129,11 @@ class CouncilGraph:
                              "participants": count},
                 )
 
+    def toolsets(self) -> dict[str, Any]:
+        """Each ``llm`` member's :class:`~wopdsl.agents.tools.Toolset`, by member id."""
+        found = {m.id: getattr(m.agent, "toolset", None) for m in self.members.values()}
+        return {member: toolset for member, toolset in found.items() if toolset is not None}
+
     def unbound(self) -> list[str]:
         """Return the python members that have no handler bound."""
         return [m.id for m in self.members.values() if m.agent is None]

@@ -13,6 +13,7 @@ such a reference, and :func:`spec_with_references` writes them into a spec (``to
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import hashlib
@@ -29,10 +30,10 @@ from typing import Any, Final
 
 from wopdsl.agents.python import Handler
 from wopdsl.errors import DeclarationError, Problem
-from wopdsl.model.spec import CouncilSpec
+from wopdsl.model.spec import CouncilSpec, MemberSpec
 
 __all__ = ["NAMESPACE", "did_you_mean", "handler_reference", "import_handler",
-           "public_module_name", "public_text", "spec_with_references"]
+           "public_module_name", "public_text", "qualified_name", "spec_with_references"]
 
 NAMESPACE: Final = "_wopdsl_councils"
 """The package under which each council folder's handler modules are imported."""
@@ -73,8 +74,12 @@ def handler_reference(handler: object) -> str:
     return reference
 
 
-def spec_with_references(spec: CouncilSpec, handlers: Mapping[str, Handler]) -> CouncilSpec:
+def spec_with_references(spec: CouncilSpec, handlers: Mapping[str, Handler],
+                         tools: Mapping[str, Any] | None = None) -> CouncilSpec:
     """Return ``spec`` with each bound python handler written as ``"module:function"``.
+
+    A tool registered under its function's name (``@council.tool``) is written the same way
+    (the model sees the same name); one registered under another name keeps it.
 
     What ``Council.to_toml()`` exports, so the file runs with ``wop run``.
 
@@ -88,7 +93,7 @@ def spec_with_references(spec: CouncilSpec, handlers: Mapping[str, Handler]) -> 
         handler = handlers.get(member.id)
         where = f"members[{index}] ({member.id})"
         if member.engine != "python":
-            members.append(member)
+            members.append(_with_tool_references(member, tools or {}))
         elif handler is not None:
             reference: str | None
             try:
@@ -110,6 +115,19 @@ def spec_with_references(spec: CouncilSpec, handlers: Mapping[str, Handler]) -> 
     if problems:
         raise DeclarationError(problems)
     return spec.model_copy(update={"members": members})
+
+
+def _with_tool_references(member: MemberSpec, tools: Mapping[str, Any]) -> MemberSpec:
+    if not member.tools:
+        return member
+    refs = []
+    for ref in member.tools:
+        fn = tools.get(ref)
+        if fn is not None and getattr(fn, "__name__", None) == ref:
+            with contextlib.suppress(ValueError):
+                ref = handler_reference(fn)
+        refs.append(ref)
+    return member.model_copy(update={"tools": refs})
 
 
 def import_handler(reference: str, base_dir: str | Path | None) -> Handler:
@@ -198,3 +216,10 @@ def _namespace(folder: Path) -> str:
         package.__path__ = [str(folder)]
         sys.modules[name] = package
     return name
+
+
+def qualified_name(fn: object) -> str:
+    """``module:qualname`` of a function, for run metadata (``?`` for what has none)."""
+    module = getattr(fn, "__module__", None) or "?"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    return f"{module}:{name}"

@@ -73,6 +73,10 @@ _PATTERN_HINTS: dict[str, tuple[str, str]] = {
 }
 
 
+HINT_MARK = " | hint: "
+"""Separates a model validator's message from its hint (``"… | hint: write …"``)."""
+
+
 def describe_error(error: Any, data: Any) -> tuple[str, str]:
     """Return a readable message and a hint for one pydantic error on council data."""
     kind: str = error["type"]
@@ -112,6 +116,9 @@ def describe_error(error: Any, data: Any) -> tuple[str, str]:
         )
     if kind == "value_error":
         text = str(error["msg"]).removeprefix("Value error, ")
+        message, own, hint = text.partition(HINT_MARK)  # a validator that names its fix
+        if own:
+            return message, hint
         return text, "use plain JSON values: strings, numbers, booleans, arrays and tables"
     if kind in _TYPE_NAMES:
         wanted = _TYPE_NAMES[kind]

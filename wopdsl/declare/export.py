@@ -20,7 +20,7 @@ _INVISIBLE = str.maketrans({code: f"\\u{code:04x}"
 
 
 def to_toml(spec: CouncilSpec) -> str:
-    r"""Render ``spec`` as a council file: council, rooms, members, then model profiles.
+    r"""Render ``spec`` as a council file: council, rooms, members, models, MCP servers.
 
     Keys are snake_case, defaults and ``None`` are left out, script steps are one inline
     table per line, a room's ``turn_schema`` becomes ``[rooms.turn_schema]`` sections, and
@@ -46,6 +46,8 @@ def to_toml(spec: CouncilSpec) -> str:
     chunks += [_table("[[members]]", member) for member in data.get("members", [])]
     chunks += [_table(f"[models.{_key(name)}]", profile)
                for name, profile in data.get("models", {}).items()]
+    chunks += [_table(f"[mcp.{_key(name)}]", server)
+               for name, server in data.get("mcp", {}).items()]
     # tomli-w escapes C0 controls; C1, separators and bidi controls are legal TOML but act on
     # a terminal or hide what the file says: write them as \uNNNN (the strings are basic).
     return "\n".join(chunks).translate(_INVISIBLE)

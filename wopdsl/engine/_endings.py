@@ -100,12 +100,13 @@ class Endings(EventWriter):
             return
         origin = state.metadata.get("forkedFrom") or {}
         fork_start = origin.get("atSequence") == state.last_sequence
-        if not state.inflight and not fork_start and reason is None:
+        active = sorted(m for m, i in state.inflight.items() if not i.suspended)
+        if not active and not fork_start and reason is None:
             return
         payload: dict[str, Any] = {"reason": reason or ("fork" if fork_start
                                                         else "crash-recovery")}
-        if state.inflight:
-            payload["retrying"] = sorted(state.inflight)
+        if active:
+            payload["retrying"] = active
         self._emit("run.resumed", payload)
         self._finish_gates()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Coroutine
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl.agents.budget import RunBudget
 from wopdsl.compile.graph import CompiledMember
@@ -20,6 +20,9 @@ from wopdsl.errors import StoreConflict, StoreError
 from wopdsl.model.turns import Turn
 from wopdsl.protocol import payloads as p
 from wopdsl.state import CouncilState, Inflight
+
+if TYPE_CHECKING:
+    from wopdsl.engine._journal import Journal
 
 __all__ = ["CHUNK_INTERVAL_MS", "LiveRecords", "Recorder", "requestable"]
 
@@ -36,8 +39,11 @@ class LiveRecords(EventWriter):
     _live: list[tuple[str, dict[str, Any], str]] | None = None
     """Events recorded by turns in flight since the last commit."""
     _live_flush: asyncio.Handle | None = None
-    _live_tasks: set[asyncio.Task[None]] = set()  # noqa: RUF012 - replaced per instance
+    _live_tasks: set[asyncio.Task[bool]] = set()  # noqa: RUF012 - replaced per instance
     """Live commits on a worker thread (a blocking store), kept until they finish."""
+    replay_source: str | None = None
+    """For a replay-mode fork: the source run, whose tool results are used (nothing is
+    called again)."""
 
     @contextlib.asynccontextmanager
     async def _recording_agents(self) -> AsyncIterator[None]:
@@ -48,7 +54,9 @@ class LiveRecords(EventWriter):
             settings = self.graph.spec.council
             spent = self.state.usage.total
             self._budget = RunBudget(settings.max_tokens, settings.max_cost_usd,
-                                     tokens=spent.total_tokens, cost=spent.cost_usd or 0.0)
+                                     tokens=spent.total_tokens, cost=spent.cost_usd or 0.0,
+                                     max_tool_calls=settings.max_tool_calls,
+                                     tool_calls=self.state.tools.calls)
         started = []
         try:
             for agent in agents:
@@ -95,9 +103,10 @@ class LiveRecords(EventWriter):
     def _reserve_budget(self) -> None:
         """``budget.reserved`` at run start when the council sets a budget (RFC 0084 §C)."""
         settings = self.graph.spec.council
-        if settings.max_tokens is not None or settings.max_cost_usd is not None:
-            self._emit("budget.reserved", p.budget_reserved(settings.max_tokens,
-                                                            settings.max_cost_usd))
+        if settings.max_tokens is not None or settings.max_cost_usd is not None or \
+                settings.max_tool_calls is not None:
+            self._emit("budget.reserved", p.budget_reserved(
+                settings.max_tokens, settings.max_cost_usd, settings.max_tool_calls))
 
     def record_live(self, type_: str, payload: dict[str, Any], node_id: str) -> None:
         """Append an event of a turn in flight; committed at the loop's next turn.
@@ -113,47 +122,65 @@ class LiveRecords(EventWriter):
         if self._live_flush is None:
             self._live_flush = asyncio.get_running_loop().call_soon(self._commit_live)
 
-    def _commit_live(self) -> None:
+    async def commit_live_now(self) -> bool:
+        """Commit what turns in flight recorded, now; return whether it is durable.
+
+        Never holds the event loop on a blocking store: the append runs on a worker thread,
+        after the live commits already on their way (commits keep their order).
+        """
+        if self._live_flush is not None:
+            self._live_flush.cancel()
+        if not self._blocking:
+            return self._commit_live()
         self._live_flush = None
         records, self._live = self._live or [], []
         if self.settled:
-            return  # the batch's settlement committed them already
+            return True
+        return await self._commit_live_off_loop(records)
+
+    def _commit_live(self) -> bool:
+        self._live_flush = None
+        records, self._live = self._live or [], []
+        if self.settled:
+            return True  # the batch's settlement committed them already
         if self._blocking:
             if not self._live_tasks:
                 self._live_tasks = set()
             task = asyncio.ensure_future(self._commit_live_off_loop(records))
             self._live_tasks.add(task)
             task.add_done_callback(self._live_tasks.discard)
-            return
+            return False  # on its way, not durable yet
         for _ in range(8):
             try:
                 self._flush()
-                return
+                return True
             except StoreConflict:
                 # _flush re-folded the state from the log: apply the records again on top.
                 nodes = {node for _type, _payload, node in records}
                 if self.state.terminal or not nodes <= set(self.state.inflight):
-                    return  # the turns were taken over; the settlement will see the conflict
+                    return False  # the turns were taken over; the settlement sees it too
                 for type_, payload, node in records:
                     self._emit(type_, payload, node_id=node)
+        return False
 
     async def _commit_live_off_loop(self, records: list[tuple[str, dict[str, Any], str]]
-                                    ) -> None:
+                                    ) -> bool:
         """:meth:`_commit_live` for a blocking store (the append on a worker thread)."""
         for _ in range(8):
             try:
                 await self._commit()
-                return
+                return True
             except StoreConflict:
                 nodes = {node for _type, _payload, node in records}
                 if self.state.terminal or not nodes <= set(self.state.inflight):
-                    return
+                    return False
                 for type_, payload, node in records:
                     self._emit(type_, payload, node_id=node)
             except StoreError:
                 # Unreachable: the batch's settlement fails on it too, and the drive retries
                 # from the log once the store answers again (see Engine.drive).
-                return
+                return False
+        return False
 
 
 def requestable(state: CouncilState) -> frozenset[str]:
@@ -180,15 +207,28 @@ class Recorder:
         self.budget = budget
         self.requestable = requestable(engine.state)
         self.endpoints = engine.model_endpoints()
+        self._journal: Journal | None = None
         self._text: list[str] = []
         self._streams = 0
-        """Streams of this attempt already ended (a repair's call streams on a channel of
-        its own: ``attempt-N``, then ``attempt-N.repair-1`` …)."""
+        """Streams of this attempt already ended. Each call streams on a channel of its own:
+        ``attempt-N``, then ``attempt-N.call-1`` … for further calls (a repair, or the model
+        reading tool results)."""
         # Counted from the turn's start: a model answering within the interval has its text
         # committed once, with its usage, not a first chunk alone plus the rest. On the run's
         # clock, so a deterministic run (a fixed clock) also splits its text the same way.
         self._clock = engine.clock
         self._sent = self._clock.now_ms()
+
+    @property
+    def journal(self) -> Journal:
+        """The turn's tool journal (made on first use: only members with tools use one)."""
+        if self._journal is None:
+            from wopdsl.engine._journal import Journal  # tools only: loaded when first used
+
+            engine = self._engine
+            self._journal = Journal(engine.store, engine.run_id, self._inflight,
+                                    engine.replay_source, engine.commit_live_now)
+        return self._journal
 
     def record(self, type_: str, payload: dict[str, Any]) -> None:
         """Append one event attributed to this turn's node."""
@@ -207,7 +247,7 @@ class Recorder:
         self._sent = now
         channel = f"attempt-{self.attempt}"
         if self._streams:
-            channel += f".repair-{self._streams}"
+            channel += f".call-{self._streams}"
         payload: dict[str, Any] = {"nodeId": self.node_id, "chunk": "".join(self._text),
                                    "channel": channel}
         if last:

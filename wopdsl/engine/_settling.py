@@ -13,7 +13,7 @@ from typing import Any
 from wopdsl._ids import message_id
 from wopdsl.engine._endings import Endings
 from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms
-from wopdsl.errors import TurnError
+from wopdsl.errors import TurnError, TurnSuspended
 from wopdsl.state import Inflight
 
 __all__ = ["Settling"]
@@ -35,10 +35,13 @@ class Settling(Endings):
         # new node.started) unless another turn of the batch failed for good.
         retry = [isinstance(o, TurnError) and self._retryable(i, o)
                  for i, o in zip(batch, outcomes, strict=True)]
-        fatal = timed_out or any(isinstance(o, TurnError) and not r
+        fatal = timed_out or any(isinstance(o, TurnError) and not r and
+                                 not isinstance(o, TurnSuspended)
                                  for o, r in zip(outcomes, retry, strict=True))
         for inflight, outcome, again in zip(batch, outcomes, retry, strict=True):
             member = inflight.member
+            if isinstance(outcome, TurnSuspended):
+                continue  # it stays in flight, waiting for a decision (its node.suspended)
             if isinstance(outcome, TurnError):
                 error = {"code": outcome.code, "message": outcome.message or outcome.code,
                          **({"details": outcome.details} if outcome.details else {})}

@@ -11,6 +11,7 @@ from typing import Any, Final
 from wopdsl._ids import Clock
 from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
 from wopdsl.compile.graph import CouncilGraph
+from wopdsl.engine._approvals import Approvals
 from wopdsl.engine._outage import Outage
 from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
@@ -31,7 +32,7 @@ _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-class Engine(HumanDoor, Settling, LiveRecords):
+class Engine(HumanDoor, Approvals, Settling, LiveRecords):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -166,8 +167,15 @@ class Engine(HumanDoor, Settling, LiveRecords):
                 await self._commit()
             guard_loop()  # A handler's loop.stop() fails its turn, not the whole process.
             with ctrl_c_in_place():
-                async with self._recording_agents():
-                    await self._drive_batches()
+                while True:
+                    async with self._recording_agents():
+                        await self._drive_batches()
+                        seen = self.state.last_sequence
+                    async with self._lock:  # input that landed while the agents stopped
+                        await self._acatch_up()  # (a decision on a tool call) is driven here
+                        if self.state.terminal or self.state.status == "waiting-input" or \
+                                self.state.last_sequence == seen:
+                            break
 
     async def _drive_batches(self) -> None:
         while True:
@@ -240,6 +248,28 @@ class Engine(HumanDoor, Settling, LiveRecords):
                     await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
         return None  # pragma: no cover - the loop returns or raises.
 
+    async def decide(self, call: str | None, *, as_: str | None = None, grant: bool,
+                     reason: str = "", principal: str | None = None) -> str:
+        """Record a person's decision on a tool call waiting for approval; return its id.
+
+        Raises:
+            ValidationError: nothing waits, the choice is ambiguous, or ``as_`` may not
+                decide (see :meth:`~wopdsl.engine._approvals.Approvals.apply_decision`).
+        """
+        async with self._between():
+            for attempt in range(_POST_ATTEMPTS):
+                await self._acatch_up()
+                try:
+                    decided = self.apply_decision(call, as_=as_, grant=grant, reason=reason,
+                                                  principal=principal)
+                    await self._commit()
+                    return decided
+                except StoreConflict:
+                    if attempt + 1 == _POST_ATTEMPTS:
+                        raise
+                    await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """End the run as ``cancelled``: in-flight turns cancelled, conversations closed."""
         async with self._between():
@@ -284,7 +314,12 @@ class Engine(HumanDoor, Settling, LiveRecords):
         if state.inflight:
             # Resume: a turn that started but never completed runs again as attempt + 1,
             # its unfinished attempt closed by node.retried first (never started twice).
-            batch = sorted(state.inflight.values(), key=lambda i: i.position)
+            # A turn waiting for an approval runs again once it is decided; until then the
+            # run waits (nothing else is dispatched).
+            batch = sorted((i for i in state.inflight.values() if not i.suspended),
+                           key=lambda i: i.position)
+            if not batch:
+                return None
             for inflight in batch:
                 if not inflight.retried:  # a failed turn's retry already said node.retried
                     self._emit("node.retried",

@@ -166,10 +166,13 @@ class ReplayEngine(Engine):
                 if member is not None and member.awaited and position >= self.state.next_position:
                     self._human.append((turn, _human_input(payload)))
         self._seen = {p for p in self._turns if p < self.state.next_position}
+        self.replay_source = self.source_run_id  # tools: the source's results, no calls
 
     def after_settle(self, batch: list[Inflight]) -> None:
         """Compare each settled turn with the source's turn at the same position."""
         for inflight in batch:
+            if inflight.member in self.state.inflight:
+                continue  # waiting for an approval: compared once it settles
             self._seen.add(inflight.position)
             mine = self.state.members[inflight.member]
             source = self._turns.get(inflight.position)

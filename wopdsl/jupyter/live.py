@@ -17,6 +17,7 @@ import asyncio
 import html
 from typing import TYPE_CHECKING, Any, Final
 
+from wopdsl.jupyter.approve import ApprovalBox, asks_for_approvals
 from wopdsl.jupyter.reply import ReplyBox
 from wopdsl.projections import format_line
 from wopdsl.projections.notebook import RunView, run_view, view_html
@@ -65,6 +66,8 @@ class LiveView:
         """The view as plain text (what front-ends without HTML or widgets show)."""
         self.reply_box: ReplyBox | None = None
         """The reply box, when the view offers one."""
+        self.approval_box: ApprovalBox | None = None
+        """Approve or reject waiting tool calls, when the council has tools to approve."""
         self.widget: Any = None
         """The ipywidgets container (``None`` in the fallback)."""
         self.failure: BaseException | None = None
@@ -103,6 +106,10 @@ class LiveView:
                 rooms = {m: list(state.members[m].rooms) for m in self._humans}
                 self.reply_box = ReplyBox(self.run, self._humans, rooms, widgets=self._widgets)
                 self.widget.children = (*self.widget.children, self.reply_box.widget)
+        if self.approval_box is None and self.widget is not None and \
+                asks_for_approvals(self.run.state.council):
+            self.approval_box = ApprovalBox(self.run, widgets=self._widgets)
+            self.widget.children = (*self.widget.children, self.approval_box.widget)
         body = view_html(view)
         if self.failure is not None:
             body += ('<div class="wop-view-error" style="color:#b91c1c">live view stopped: '
@@ -120,6 +127,8 @@ class LiveView:
         self.renders += 1
         if self.reply_box is not None:
             self.reply_box.set_open(view.status not in _STOPPED, waiting=view.waiting_for)
+        if self.approval_box is not None:
+            self.approval_box.update(view.status not in _STOPPED)
         if self._html_widget is not None:
             self._html_widget.value = body
             if force:  # Re-rendering the widget's outputs on every update would lose focus.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from wopdsl._ids import MAX_SAFE_INT
 from wopdsl.errors import Problem
 from wopdsl.model._llm_checks import check_budget, check_llm_member
+from wopdsl.model._tool_checks import check_tools
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
 
 __all__ = ["check_spec"]
@@ -48,6 +49,7 @@ def check_spec(spec: CouncilSpec) -> list[Problem]:
         where = f"members[{index}]{_label(member.id)}"
         problems += _check_engine(member, where)
         problems += check_llm_member(spec, member, where)
+        problems += check_tools(spec, member, where)
         problems += _check_script(member, where, rooms, members)
     return problems
 

@@ -25,6 +25,7 @@ from pydantic import (
 
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
+from wopdsl.model.tools import McpServerSpec, ToolPolicy, ToolRef
 
 __all__ = [
     "CouncilSettings",
@@ -140,6 +141,9 @@ class CouncilSettings(_Frozen):
     """Run budget of model tokens, input plus output (RFC 0084); none: unlimited."""
     max_cost_usd: NonNegativeNumber | None = None
     """Run budget of estimated model cost in USD (needs prices on the profiles)."""
+    max_tool_calls: PositiveSafeInt | None = None
+    """Run budget of tool calls, all members together (RFC 0084 ``toolCalls``); none:
+    each turn is still bounded by its member's ``max_tool_calls``."""
 
 
 class RoomSpec(_Frozen):
@@ -225,13 +229,23 @@ class MemberSpec(_Frozen):
     repair_attempts: Annotated[StrictInt, Field(ge=0, le=15)] | None = None
     """For ``llm``: how often an invalid answer is re-asked (default 1)."""
 
+    # -- tools (DESIGN.md §20) --------------------------------------------------------------
+    tools: list[ToolRef] | None = None
+    """For ``llm``: the tools the model may call (``module:function``, an ``@council.tool``
+    name, ``mcp:SERVER/TOOL`` or ``mcp:SERVER/*``)."""
+    tool_policy: dict[Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")],
+                      ToolPolicy] | None = None
+    """For ``llm``: per tool name, ``timeout_ms``, ``idempotent``, ``approval`` and
+    ``max_result_bytes``."""
+    max_tool_calls: PositiveSafeInt | None = None
+    """For ``llm`` with tools: most tool calls in one turn (default 16)."""
 
 
 _LATER_MEMBER_KEYS = ("principal",)
 """Optional member keys newer than the first digests (left out of the digest when unset)."""
-_BUDGET_KEYS = ("max_tokens", "max_cost_usd")
+_BUDGET_KEYS = ("max_tokens", "max_cost_usd", "max_tool_calls")
 _LLM_MEMBER_KEYS = ("model", "temperature", "max_output_tokens", "system_prompt",
-                    "turn_prompt", "repair_attempts")
+                    "turn_prompt", "repair_attempts", "tools", "tool_policy", "max_tool_calls")
 
 
 class CouncilSpec(_Frozen):
@@ -245,6 +259,8 @@ class CouncilSpec(_Frozen):
     """The ``[[members]]``, in declaration order (the result lists them in this order)."""
     models: dict[Ident, ModelProfile] = Field(default_factory=dict)
     """The ``[models.NAME]`` profiles ``llm`` members call, by name."""
+    mcp: dict[Ident, McpServerSpec] = Field(default_factory=dict)
+    """The ``[mcp.NAME]`` servers whose tools members name as ``mcp:NAME/TOOL``."""
 
     @property
     def id(self) -> str:
@@ -274,8 +290,9 @@ class CouncilSpec(_Frozen):
         that uses none keeps the definition and digest it had before they existed.
         """
         data = self.model_dump(mode="json", exclude_none=exclude_none)
-        if not data.get("models"):
-            data.pop("models", None)
+        for table in ("models", "mcp"):
+            if not data.get(table):
+                data.pop(table, None)
         for key in _BUDGET_KEYS:
             if data["council"].get(key, 0) is None:
                 del data["council"][key]

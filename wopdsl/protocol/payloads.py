@@ -217,9 +217,12 @@ def member_started(
     return payload
 
 
-def budget_reserved(max_tokens: int | None, max_cost_usd: float | None) -> dict[str, Any]:
+def budget_reserved(max_tokens: int | None, max_cost_usd: float | None,
+                    max_tool_calls: int | None = None) -> dict[str, Any]:
     """``budget.reserved`` (RFC 0084 §C): the run's effective budget, once at run start."""
     budget: dict[str, Any] = {}
+    if max_tool_calls is not None:
+        budget["maxToolCalls"] = max_tool_calls
     if max_tokens is not None:
         budget["maxTokens"] = max_tokens
     if max_cost_usd is not None:

@@ -252,6 +252,24 @@ class Host:
             message = await run.reply(room=room, as_=member, resume=resume, answer=answer)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None
+        await self._woken(run)
+        return message
+
+    async def approve(self, run: Run, *, call: str, member: str, grant: bool,
+                      reason: str) -> str:
+        """Decide a tool call waiting for ``member``'s approval; wake the supervisor.
+
+        Raises:
+            ApiError: 422 when the decision is refused (nothing appended).
+        """
+        try:
+            decided = await run.approve(call, as_=member, reject=not grant, reason=reason)
+        except WopError as exc:
+            raise from_wop_error(exc, refused_turn=True) from None
+        await self._woken(run)
+        return decided
+
+    async def _woken(self, run: Run) -> None:
         if run.run_id not in self._supervisors and \
                 await run.astatus() not in TERMINAL_STATUSES:
             self._runs[run.run_id] = run
@@ -259,7 +277,6 @@ class Host:
         wake = self._wakes.get(run.run_id)
         if wake is not None:
             wake.set()
-        return message
 
     async def cancel(self, run: Run, reason: str) -> None:
         """Cancel ``run`` (``run.cancelled``); nothing happens to a run that already ended."""

@@ -13,6 +13,7 @@ from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.server import sse
 from wopdsl.server.access import Access, Action
+from wopdsl.server.approvals import approval_at
 from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import ApiError, from_wop_error
@@ -188,6 +189,16 @@ class Api:
 
         async def act(keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
             run, state = await self.run_for(request, "read")
+            if node_id.removeprefix("room:") not in state.rooms or any(
+                    a.member == node_id for a in state.tools.approvals.values()):
+                # a member's node: its tool call waits for approval
+                call, approver, grant, reason = approval_at(
+                    state, {m.id: m for m in _council_spec(run, state).members}, node_id,
+                    body["resumeValue"], principal, tokens=bool(self.tokens))
+                await self.host.approve(run, call=call, member=approver, grant=grant,
+                                        reason=reason)
+                return 200, {"runId": run_id, "nodeId": node_id,
+                             "status": await run.astatus(), "callId": call}
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
                 code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Sized
+from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -17,6 +17,7 @@ from wopdsl.state.records import (
     RoomState,
     RunStatus,
 )
+from wopdsl.state.tools import ToolState, suspend
 from wopdsl.state.usage import RunUsage
 
 if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
@@ -71,6 +72,8 @@ class CouncilState:
     """Awaited member -> ``(key, roomId)`` of its open ``conversation.exchange`` interrupt."""
     usage: RunUsage = field(default_factory=RunUsage)
     """Model usage per member and in total, from ``provider.usage``."""
+    tools: ToolState = field(default_factory=ToolState)
+    """Tool calls made and approvals awaited (``agent.toolCalled``, approval interrupts)."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -104,8 +107,9 @@ class CouncilState:
             return self.terminal
         if self.last_sequence < 0:
             return "pending"
-        if self.inflight:
-            return "running"
+        if self.inflight:  # all suspended (awaiting approvals): nothing runs until decided
+            return "running" if any(not i.suspended for i in self.inflight.values()) \
+                else "waiting-input"
         if any(not self.members[m].awaited for m in self.queue):
             return "running"
         if self.queue:
@@ -116,7 +120,7 @@ class CouncilState:
         """Return the member's phase: queued, running, waiting (for input), failed, done or idle."""
         member = self.members[member_id]
         if member_id in self.inflight:
-            return "running"
+            return "waiting" if self.inflight[member_id].suspended else "running"
         if member_id in self.queue:
             return "waiting" if member.awaited else "queued"
         if member.failed:
@@ -187,7 +191,7 @@ class CouncilState:
         if current is not None:
             # A retry of an interrupted turn: same position, same triggers, next attempt.
             current.attempt = payload.get("attempt", current.attempt + 1)
-            current.retried = False
+            current.retried, current.suspended = False, None
             return
         position = payload["position"]
         self.queue.pop(member, None)
@@ -208,6 +212,8 @@ class CouncilState:
         room = self._room_of(event)
         if room is not None:
             room.gate_resumed = True
+        elif (turn := self.inflight.get(event.get("nodeId", ""))) is not None:
+            turn.suspended = None
 
     def _node_completed(self, event: RunEventDoc) -> None:
         room = self._room_of(event)
@@ -294,6 +300,8 @@ class CouncilState:
 
     def _interrupt_requested(self, event: RunEventDoc) -> None:
         payload = event["payload"]
+        if payload.get("kind") == "approval":
+            self.tools.requested(event)
         if payload.get("kind") != "conversation.exchange":
             return
         member = exchange_member(payload.get("key", ""))
@@ -303,6 +311,8 @@ class CouncilState:
 
     def _interrupt_resolved(self, event: RunEventDoc) -> None:
         key = event["payload"].get("interruptId")
+        if self.tools.resolved(str(key)):
+            return
         member = exchange_member(str(key))
         if self.interrupts.get(member, ("",))[0] == key:
             del self.interrupts[member]
@@ -365,7 +375,7 @@ def _position_of(message_id: str) -> int:
         return 0
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[CouncilState, RunEventDoc], None]] = {
     "run.started": CouncilState._run_started,
     "node.started": CouncilState._node_started,
     "node.resumed": CouncilState._node_resumed,
@@ -383,4 +393,6 @@ _HANDLERS = {
     "replay.diverged": CouncilState._diverged,
     "provider.usage": CouncilState._provider_usage,
     "node.retried": CouncilState._node_retried,
+    "node.suspended": lambda state, event: suspend(state.inflight, event),
+    "agent.toolCalled": lambda state, event: state.tools.called(event["payload"]),
 }

@@ -83,6 +83,8 @@ class Inflight:
     triggers: list[str]
     retried: bool = False
     """Whether ``node.retried`` already closed this attempt (the next start is due)."""
+    suspended: str | None = None
+    """The interrupt key the turn waits on (a tool call's approval), while it waits."""
 
 
 @dataclass(slots=True)

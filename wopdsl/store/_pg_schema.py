@@ -18,7 +18,7 @@ from wopdsl.store._pg_connect import Target
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The layout this module writes, kept in ``wopdsl_schema.version``."""
 
 _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
@@ -79,7 +79,25 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
             created_at  double precision NOT NULL
         )""",
     ),
+    # A run's private records beside its log (EventStore.save_private): tool arguments and
+    # results that the events carry only as hashes.
+    3: (
+        """CREATE TABLE wopdsl_private (
+            run_id text NOT NULL,
+            key    text NOT NULL,
+            value  text NOT NULL,
+            PRIMARY KEY (run_id, key)
+        )""",
+    ),
 }
+
+SAVE_PRIVATE: Final = (
+    "INSERT INTO wopdsl_private (run_id, key, value) SELECT %s, k, v FROM unnest(%s::text[], "
+    "%s::text[]) AS x(k, v) ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value"
+)
+READ_PRIVATE: Final = (
+    "SELECT key, value FROM wopdsl_private WHERE run_id = %s AND left(key, %s) = %s"
+)
 
 APPEND: Final = "SELECT wopdsl_append(%s, %s, %b, %b, %s, %s, %s)"
 REMEMBER: Final = ("INSERT INTO wopdsl_idempotency VALUES (%s, %s, %s, %s, %s) "

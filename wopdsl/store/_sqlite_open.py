@@ -34,6 +34,16 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at  TEXT NOT NULL
 );
 """
+_PRIVATE: Final = """
+CREATE TABLE IF NOT EXISTS private (
+    run_id TEXT NOT NULL,
+    key    TEXT NOT NULL,
+    value  TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+)"""
+"""A run's private records (:meth:`~wopdsl.store.base.EventStore.save_private`): made by
+every writer that opens a file, so files of any layout get it; older wopdsl ignores it."""
+
 # The runs table is written once per run, by its first append. A run's last event is found
 # through the primary key's index (one B-tree descent, as cheap as a runs-table lookup), so
 # appends skip an UPDATE per transaction.
@@ -111,6 +121,7 @@ def connect_writer(path: Path, timeout: float) -> tuple[sqlite3.Connection, int]
             layout = LAYOUT_VERSION
         _check_layout(path, layout)
         conn.execute(SQLITE_TABLE)  # Idempotency answers (any layout; IF NOT EXISTS).
+        conn.execute(_PRIVATE)
     except sqlite3.Error as exc:
         conn.close()
         raise _open_failure(path, exc) from exc

@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from wopdsl.errors import RunBusy, RunNotFound, StoreConflict
+from wopdsl.errors import RunBusy, RunNotFound, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc
 
 __all__ = ["Answer", "EventStore", "RunInfo", "require_run", "run_started_at"]
@@ -150,6 +150,32 @@ class EventStore(ABC):
             for scope in old:
                 del kept[scope]
             return len(old)
+    # -- private records: what a run keeps beside its log (tool arguments and results) ----
+
+    def save_private(self, run_id: str, entries: Mapping[str, str]) -> None:
+        """Keep text records of a run beside its log, durably, before returning.
+
+        What the log must not carry but a resumed run needs: the arguments and results of a
+        member's tool calls while its profile's ``observability`` is ``hashed`` (the events
+        then carry hashes only). Keys are unique per run; saving a key again replaces it.
+        Backends without private records leave this unimplemented (tools then cannot run).
+
+        Raises:
+            StoreError: this store keeps no private records, or writing failed.
+        """
+        raise StoreError(f"{type(self).__name__} keeps no private records, which members "
+                         "with tools need (their calls' arguments and results)",
+                         hint="use the SQLite, PostgreSQL or memory store, or implement "
+                              "save_private/read_private")
+
+    def read_private(self, run_id: str, prefix: str = "") -> dict[str, str]:
+        """Return the run's private records whose key starts with ``prefix``.
+
+        Raises:
+            StoreError: this store keeps no private records, or reading failed.
+        """
+        self.save_private(run_id, {})  # raises for stores without private records
+        return {}
 
     @contextlib.contextmanager
     def claim(self, run_id: str) -> Iterator[None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from wopdsl.errors import EventInvalid, StoreConflict
@@ -24,6 +24,7 @@ class MemoryStore(EventStore):
 
     def __init__(self) -> None:
         self._logs: dict[str, list[str]] = {}
+        self._private: dict[str, dict[str, str]] = {}
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def append(self, run_id: str, events: Sequence[RunEventDoc], expected_sequence: int) -> None:
@@ -79,6 +80,14 @@ class MemoryStore(EventStore):
                 )
             )
         return infos
+
+    def save_private(self, run_id: str, entries: Mapping[str, str]) -> None:
+        """Keep records beside the log (see :meth:`EventStore.save_private`)."""
+        self._private.setdefault(run_id, {}).update(entries)
+
+    def read_private(self, run_id: str, prefix: str = "") -> dict[str, str]:
+        """Return the run's private records under ``prefix``."""
+        return {k: v for k, v in self._private.get(run_id, {}).items() if k.startswith(prefix)}
 
     def last_sequence(self, run_id: str) -> int:
         """Return the last sequence or -1."""

@@ -10,7 +10,7 @@ import contextlib
 import gc
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
 import psycopg
@@ -192,6 +192,23 @@ class PostgresStore(EventStore):
         if rows and rows[0] == last:
             return events[0]["sequence"] - 1
         return None
+
+    def save_private(self, run_id: str, entries: Mapping[str, str]) -> None:
+        """Keep records beside the log in one transaction (see ``EventStore.save_private``)."""
+        if not entries:
+            return
+        params = (run_id, list(entries), list(entries.values()))
+        self._check_open()
+        self._with_conn(f"write private records of run {run_id} to",
+                        lambda conn: conn.execute(sql.SAVE_PRIVATE, params))
+
+    def read_private(self, run_id: str, prefix: str = "") -> dict[str, str]:
+        """Return the run's private records under ``prefix``."""
+        rows: list[tuple[str, str]] = self._with_conn(
+            f"read private records of run {run_id} from",
+            lambda conn: conn.execute(sql.READ_PRIVATE, (run_id, len(prefix), prefix))
+            .fetchall())
+        return {str(key): str(value) for key, value in rows}
 
     # -- reading ---------------------------------------------------------------------------
 

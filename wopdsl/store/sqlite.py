@@ -6,7 +6,7 @@ import contextlib
 import gc
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -40,6 +40,10 @@ ORDER BY r.rowid
 
 _SELECT_ANSWER: Final = f"SELECT {COLUMNS} FROM idempotency WHERE scope = ?"
 _INSERT_ANSWER: Final = "INSERT OR IGNORE INTO idempotency VALUES (?, ?, ?, ?, ?)"
+_SAVE_PRIVATE: Final = "INSERT OR REPLACE INTO private (run_id, key, value) VALUES (?, ?, ?)"
+_READ_PRIVATE: Final = ("SELECT key, value FROM private WHERE run_id = ? AND substr(key, 1, ?) "
+                        "= ?")
+
 _GC_PAUSE_ROWS: Final = 1000
 """Reads of at least this many records pause the cyclic GC while decoding."""
 
@@ -204,6 +208,40 @@ class SqliteStore(EventStore):
                 raise self._failure(exc, "append to") from exc
             self._written[run_id] = events[-1]["sequence"]
         self._waiters.wake(run_id)
+
+    def save_private(self, run_id: str, entries: Mapping[str, str]) -> None:
+        """Keep records beside the log in one transaction (see ``EventStore.save_private``)."""
+        self._writable()
+        if not entries:
+            return
+        rows = [(run_id, key, value) for key, value in entries.items()]
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany(_SAVE_PRIVATE, rows)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "write private records to") from exc
+
+    def read_private(self, run_id: str, prefix: str = "") -> dict[str, str]:
+        """Return the run's private records under ``prefix`` (none in an older file)."""
+        with self._lock:
+            try:
+                rows = self._conn.execute(_READ_PRIVATE, (run_id, len(prefix), prefix)
+                                          ).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return {}
+                raise self._failure(exc, "read private records from") from exc
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "read private records from") from exc
+        return {str(key): str(value) for key, value in rows}
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -41,10 +41,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from wopdsl.testing._loopback import LoopbackService
-from wopdsl.testing.chat_wire import completion_body, stream_chunks
+from wopdsl.testing._tool_answers import ToolCalls
+from wopdsl.testing.chat_wire import completion_body, stream_chunks, usage_of
 
 __all__ = ["Answer", "CapturedRequest", "Cut", "Drop", "Endless", "Failure", "RawAnswer",
-           "ScriptedModelServer", "main"]
+           "ScriptedModelServer", "ToolCalls", "main"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
 
@@ -147,7 +148,7 @@ class RawAnswer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Outcome = Answer | Failure | Cut | Drop | Endless | RawAnswer
+Outcome = Answer | Failure | Cut | Drop | Endless | RawAnswer | ToolCalls
 Scripted = Outcome | Callable[["CapturedRequest"], Outcome]
 
 
@@ -190,6 +191,7 @@ class ScriptedModelServer(LoopbackService):
         """Answer for any request whose queues are empty (else: HTTP 500 'script exhausted')."""
         self._lock = threading.Lock()
         self._counter = 0
+        self._calls = 0
         self._tls = tls
         self._port = port
 
@@ -307,6 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(scripted.delay_s)
             headers = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
             self._error(scripted.status, scripted.message, headers)
+        elif isinstance(scripted, ToolCalls):  # a model in a tool loop (DESIGN.md §20)
+            time.sleep(scripted.delay_s)
+            self._tool_calls(model, scripted, request)
         elif isinstance(scripted, Cut):
             body = completion_body(owner._completion_id(), model, scripted.text)
             self._stream(stream_chunks(body, pieces=scripted.chunks, include_usage=False),
@@ -346,6 +351,27 @@ class _Handler(BaseHTTPRequestHandler):
         options = request.body.get("stream_options") or {}
         self._stream(stream_chunks(answer.body, include_usage=bool(options.get("include_usage"))),
                      0.0)
+
+    def _tool_calls(self, model: str, answer: ToolCalls, request: CapturedRequest) -> None:
+        owner = self.server_owner
+        with owner._lock:
+            first, owner._calls = owner._calls, owner._calls + len(answer.calls)
+        base = {"id": owner._completion_id(), "created": int(time.time()), "model": model}
+        usage = {"usage": usage_of(*answer.usage)} if answer.usage is not None else {}
+        if not request.stream:
+            self._send(200, json.dumps({**base, "object": "chat.completion", **usage,
+                                        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                                     "message": answer.message(first)}]}
+                                       ).encode())
+            return
+        chunk = {**base, "object": "chat.completion.chunk"}
+        events = [{**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                  for delta in answer.deltas(first)]
+        events.append({**chunk, "choices": [{"index": 0, "delta": {},
+                                             "finish_reason": "tool_calls"}]})
+        if usage and (request.body.get("stream_options") or {}).get("include_usage"):
+            events.append({**chunk, "choices": [], **usage})
+        self._stream(events, 0.0)
 
     def _stream(self, events: list[dict[str, Any]], delay: float, *,
                 cut_after: int | None = None) -> None:

@@ -5,18 +5,27 @@
 ``councils/llm-signoff.toml``, keyed by the member and the turn number in wopdsl's default
 prompts, so the councils run end to end against a
 :class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback; :func:`council_answer`
-picks the right one.
+picks the right one. For the ops desk's ``sre`` (``councils/ops-desk.toml``),
+:func:`review_answer` calls one tool per round (read a log, check a status, ask to restart
+the database — which waits for ``oncall``'s approval), keyed by the tool results already in
+the conversation.
 """
 
 from __future__ import annotations
 
 import re
 
-from wopdsl.testing.model_server import Answer, CapturedRequest
+from wopdsl.testing.model_server import Answer, CapturedRequest, ToolCalls
 
 __all__ = ["council_answer", "review_answer", "signoff_answer"]
 
 _TURN = re.compile(r"This is your turn (\d+)\.")
+
+_SRE_ROUNDS = (
+    ("read_log", {"service": "api", "lines": 3}),
+    ("service_status", {"service": "db"}),
+    ("restart_service", {"service": "db", "reason": "db refuses connections (max 100)"}),
+)
 
 
 def _turn(request: CapturedRequest) -> int:
@@ -26,7 +35,7 @@ def _turn(request: CapturedRequest) -> int:
     return int(found.group(1)) if found else 1
 
 
-def council_answer(request: CapturedRequest) -> Answer:
+def council_answer(request: CapturedRequest) -> Answer | ToolCalls:
     """The answer for a member of either council (``planner`` is the signoff council's)."""
     system = str(request.body["messages"][0].get("content", "")) if isinstance(
         request.body, dict) and request.body.get("messages") else ""
@@ -52,8 +61,10 @@ def signoff_answer(request: CapturedRequest) -> Answer:
     return Answer(content, usage=(200 + 40 * turn, 50), chunks=1)
 
 
-def review_answer(request: CapturedRequest) -> Answer:
-    """The scripted model's answer to one request of the llm-review council."""
+def review_answer(request: CapturedRequest) -> Answer | ToolCalls:
+    """The scripted model's answer to one request of the llm-review or ops-desk council."""
+    if request.member == "sre":
+        return _sre_answer(request)
     turn = _turn(request)
     if request.member == "critic":
         content: dict[str, object] = {"summary": "Named the weakest claim.", "posts": [{
@@ -72,3 +83,15 @@ def review_answer(request: CapturedRequest) -> Answer:
             "text": "Fair: schema changes go behind expand-and-contract migrations, "
                     "reviewed before the flag flips."}]}
     return Answer(content, usage=(180 + 40 * turn, 60), chunks=1)
+
+
+def _sre_answer(request: CapturedRequest) -> Answer | ToolCalls:
+    messages = request.body.get("messages", []) if isinstance(request.body, dict) else []
+    done = sum(1 for m in messages if m.get("role") == "tool")
+    if done < len(_SRE_ROUNDS):
+        return ToolCalls(_SRE_ROUNDS[done], usage=(300 + 50 * done, 20), chunks=1,
+                         ids=(f"call_{done}",))
+    return Answer({"summary": "Restarted db; api recovers.", "posts": [{
+        "roomId": "ops", "mentions": [],
+        "text": "db hit its connection limit, so the api timed out (503). Restarted db "
+                "with oncall's approval."}]}, usage=(480, 40), chunks=1)

@@ -94,6 +94,13 @@ class StoreConformance(AppendAndRead):
         """Capability: store ``body`` verbatim as the record of ``run_id`` at ``sequence``."""
         raise NotImplementedError
 
+    def private_store(self, tmp_path: Path) -> EventStore:
+        """Capability: a new store that keeps private records (``save_private``).
+
+        Usually ``return self.make_store(tmp_path)``.
+        """
+        raise NotImplementedError
+
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[EventStore]:
         """The store under test, closed afterwards."""
@@ -116,6 +123,34 @@ class StoreConformance(AppendAndRead):
             return await asyncio.wait_for(make(), self.timeout)
 
         return asyncio.run(bounded())
+
+    # -- private records -------------------------------------------------------------------
+
+    @_needs("private_store")
+    def test_private_records_are_kept_per_run(self, tmp_path: Path) -> None:
+        """Capability private_store: records read back by prefix, replaced by key.
+
+        Never shared between runs, and kept by a second handle on the same storage.
+        """
+        store = self.private_store(tmp_path)
+        try:
+            assert store.read_private("r1") == {}
+            store.save_private("r1", {"call/a/1/0#call": "{}", "call/a/1/0#result": "x"})
+            store.save_private("r1", {"call/a/1/0#result": "y", "call/b/2/0#call": "é\n"})
+            store.save_private("r2", {"call/a/1/0#call": "other run"})
+            assert store.read_private("r1", "call/a/") == {"call/a/1/0#call": "{}",
+                                                          "call/a/1/0#result": "y"}
+            assert store.read_private("r1")["call/b/2/0#call"] == "é\n"
+            assert store.read_private("r2") == {"call/a/1/0#call": "other run"}
+            assert store.read_private("r1", "%") == {} and store.read_private("r1", "_") == {}
+            if self.provides("reopen_store"):
+                other = self.reopen_store(tmp_path)
+                try:
+                    assert other.read_private("r1", "call/b/") == {"call/b/2/0#call": "é\n"}
+                finally:
+                    other.close()
+        finally:
+            store.close()
 
     # -- claims ----------------------------------------------------------------------------
 

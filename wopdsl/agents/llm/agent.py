@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wopdsl.agents.base import MemberAgent, TurnRecorder
 from wopdsl.agents.budget import estimate_tokens
@@ -21,8 +21,11 @@ from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
 from wopdsl.agents.llm.endpoint import resolve
 from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
 from wopdsl.agents.llm.tap import CALL_SITE, CallSite
-from wopdsl.errors import TurnError
+from wopdsl.errors import TurnError, TurnSuspended
 from wopdsl.model.turns import Turn
+
+if TYPE_CHECKING:
+    from wopdsl.agents.tools.toolset import Toolset
 
 __all__ = ["REPAIR_PROMPT", "LlmAgent"]
 
@@ -44,6 +47,7 @@ class LlmAgent(MemberAgent):
         max_output_tokens: The effective completion-token cap per call.
         repair_attempts: How often an invalid answer is re-asked.
         max_output_bytes: The member's ``max_output_bytes`` (bounds streamed text too).
+        toolset: The member's tools (DESIGN.md §20; the loop is in ``agents/llm/tools.py``).
     """
 
     kind: ClassVar[str] = "llm"
@@ -51,7 +55,8 @@ class LlmAgent(MemberAgent):
 
     def __init__(self, member: str, client: ProfileClient, templates: PromptTemplates, *,
                  temperature: float | None, max_output_tokens: int,
-                 repair_attempts: int, max_output_bytes: int = 262_144) -> None:
+                 repair_attempts: int, max_output_bytes: int = 262_144,
+                 toolset: Toolset | None = None) -> None:
         self.member = member
         self.client = client
         self.profile = client.profile
@@ -70,13 +75,22 @@ class LlmAgent(MemberAgent):
         """RFC 0109 provenance of this member's posts: the model the server reported for
         the member's last answer (the profile's model name until one came)."""
         self._others = frozenset(m for room in self.rooms for m in room.members)
+        self.toolset = toolset
 
     async def start(self) -> None:
-        """Count a run using the profile's connections."""
+        """Count a run using the profile's connections (and start the member's MCP servers)."""
         await self.client.acquire()
+        if self.toolset is not None:
+            try:
+                await self.toolset.open()
+            except BaseException:
+                await self.client.release()
+                raise
 
     async def stop(self) -> None:
         """Release them (the last run closes them)."""
+        if self.toolset is not None:
+            await self.toolset.close()
         await self.client.release()
 
     async def take_turn(self, turn: Turn) -> object:
@@ -93,11 +107,13 @@ class LlmAgent(MemberAgent):
             schema = self._schemas[key] = result_schema(self.rooms, self.bounds, key)
         return schema
 
-    def request(self, messages: list[dict[str, str]],
-                schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None = None,
+                *, tools: bool = True) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for these messages."""
         request: dict[str, Any] = {"model": self.profile.model, "messages": messages,
                                    "max_tokens": self.max_output_tokens}
+        if tools and self.toolset is not None and self.toolset.tools:
+            request["tools"] = self.toolset.definitions()
         if self.temperature is not None:
             request["temperature"] = self.temperature
         if self.profile.structured_output == "json_schema":
@@ -123,12 +139,37 @@ class LlmAgent(MemberAgent):
                             ) from None
         recorder.record("prompt.composed", composed.event(
             recorder.node_id, full=self.profile.observability == "full"))
-        messages = [{"role": "system", "content": composed.system},
-                    {"role": "user", "content": composed.user}]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": composed.system},
+                                          {"role": "user", "content": composed.user}]
         schema = self.turn_schema(requestable)
+        if self.toolset is None:
+            return await self._answer(messages, schema, recorder, None)
+        from wopdsl.agents.llm.tools import ToolLoop  # tools (DESIGN.md §20)
+
+        async def call(messages: list[dict[str, Any]], tools: bool) -> Completion:
+            return await self._call(messages, schema, recorder, tools=tools)
+
+        loop = ToolLoop(self.member, self.toolset, recorder, call,
+                        full=self.profile.observability == "full")
+        outcome = "failed"
+        try:
+            result = await self._answer(messages, schema, recorder, loop)
+            outcome = "completed"
+            return result
+        except (asyncio.CancelledError, TurnSuspended):
+            outcome = "cancelled"
+            raise
+        finally:
+            loop.close(outcome)
+
+    async def _answer(self, messages: list[dict[str, Any]], schema: dict[str, Any],
+                      recorder: TurnRecorder, loop: Any) -> object:
+        """Call the model (through the tool loop, if any), check the answer, repair it."""
+        requestable = recorder.requestable
         attempts = self.repair_attempts + 1
         for attempt in range(1, attempts + 1):
-            completion = await self._call(messages, schema, recorder)
+            completion = await (loop.answer(messages) if loop is not None
+                                else self._call(messages, schema, recorder))
             try:
                 if completion.finish_reason == "refusal":
                     raise AnswerProblem("refusal", "the model refused to answer")
@@ -156,10 +197,10 @@ class LlmAgent(MemberAgent):
                                 {"reason": problem.reason, "attempts": attempt}) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _call(self, messages: list[dict[str, str]], schema: dict[str, Any],
-                    recorder: TurnRecorder) -> Completion:
+    async def _call(self, messages: list[dict[str, Any]], schema: dict[str, Any],
+                    recorder: TurnRecorder, *, tools: bool = True) -> Completion:
         """One model call: budget reservation, transport retries, usage."""
-        request = self.request(messages, schema)
+        request = self.request(messages, schema, tools=tools)
         prompt_tokens = estimate_tokens(json.dumps(messages, ensure_ascii=False))
         worst_tokens = prompt_tokens + self.max_output_tokens
         worst_cost = self.profile.cost_usd(prompt_tokens, self.max_output_tokens)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from wopdsl.agents.llm._tool_calls import StreamedCalls, ToolCall, calls_of
 from wopdsl.agents.llm.answers import BOUND_KEYWORDS, strip_bounds
 from wopdsl.agents.llm.endpoint import Endpoint
 from wopdsl.agents.llm.failures import CallFailure, failure_of, is_stale_connection
@@ -52,6 +53,8 @@ class Completion:
     finish_reason: str | None
     model: str
     """The model the server says answered (the requested name when it says none)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The functions the model asked to call (DESIGN.md §20), in order."""
 
 
 class ProfileClient:
@@ -196,6 +199,7 @@ class ProfileClient:
                       on_text: Callable[[str], None] | None, redact: Redactor,
                       max_bytes: int, progress: list[str]) -> Completion:
         scrub = redact.stream()
+        calls = StreamedCalls()  # tools (DESIGN.md §20)
         finish: str | None = None
         usage: Any = None
         model = request["model"]
@@ -209,6 +213,12 @@ class ProfileClient:
                     usage = chunk.usage
                 for choice in (chunk.choices or [])[:1]:
                     piece = choice.delta.content if choice.delta is not None else None
+                    if choice.delta is not None:
+                        size += calls.add(getattr(choice.delta, "tool_calls", None))
+                        if size > max_bytes:
+                            raise CallFailure(
+                                f"the answer streamed more than max_output_bytes "
+                                f"({max_bytes} bytes)", retryable=False, code="RESULT_INVALID")
                     if piece:
                         pieces += 1
                         size += len(piece.encode("utf-8", "surrogatepass"))
@@ -236,7 +246,7 @@ class ProfileClient:
             on_text(rest)
         return Completion("".join(progress), _tokens(usage, "prompt_tokens"),
                           _tokens(usage, "completion_tokens"), finish,
-                          _model_name(model, request["model"], redact))
+                          _model_name(model, request["model"], redact), calls.calls())
 
 
 def _prepare() -> None:
@@ -269,14 +279,18 @@ def _completion(response: Any, model: str, redact: Redactor, max_bytes: int) -> 
     choice = choices[0]
     message = choice.message
     text = message.content or ""
-    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+    calls = calls_of(message)
+    size = sum(len(call.name) + len(call.arguments.encode("utf-8", "surrogatepass"))
+               for call in calls)
+    if len(text.encode("utf-8", "surrogatepass")) + size > max_bytes:
         raise CallFailure(f"the answer has more than max_output_bytes ({max_bytes} bytes)",
                           retryable=False, code="RESULT_INVALID")
     refusal = getattr(message, "refusal", None)
     usage = getattr(response, "usage", None)
     completion = Completion(redact(text), _tokens(usage, "prompt_tokens"),
                             _tokens(usage, "completion_tokens"), choice.finish_reason,
-                            _model_name(getattr(response, "model", None), model, redact))
+                            _model_name(getattr(response, "model", None), model, redact),
+                            calls)
     if refusal and not text:
         return replace(completion, finish_reason="refusal")
     return completion

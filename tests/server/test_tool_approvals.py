@@ -1,0 +1,65 @@
+"""Approvals over HTTP: ``POST /v1/runs/{runId}/interrupts/{member}`` decides a tool call.
+
+A real ``wop serve`` subprocess runs ``councils/ops-desk.toml`` (MCP server over stdio, Python
+tool with ``approval = "oncall"``) against the scripted model server on loopback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
+
+from tests.openwop_schemas import load_schemas
+from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
+
+pytestmark = pytest.mark.slow
+COUNCIL = Path(__file__).resolve().parents[2] / "councils" / "ops-desk.toml"
+
+
+def test_a_tool_call_is_approved_and_rejected_over_http(serve: Any, tmp_path: Path) -> None:
+    with ScriptedModelServer() as model:
+        model.add(ToolCalls(("restart_service", {"service": "db", "reason": "stuck"})),
+                  Answer({"summary": "asked"}),
+                  ToolCalls(("restart_service", {"service": "api", "reason": "slow"})),
+                  Answer({"summary": "done"}))
+        served = serve(COUNCIL, env={"OPENAI_BASE_URL": model.url})
+        status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "ops-desk"})
+        assert status == 201, created
+        run_id = created["runId"]
+        snap = served.wait_status(run_id, "waiting-input")
+        # Only the member node holding the approval takes a decision, with a valid value.
+        status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/oncall",
+                                         {"resumeValue": {"action": "accept"}})
+        assert status == 404 and body["error"] == "interrupt_not_found", body
+        assert "sre" in body["details"]["interrupts"]
+        status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/sre",
+                                         {"resumeValue": {"action": "maybe"}})
+        assert status == 400 and body["error"] == "validation_error", body
+        status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/sre",
+                                         {"resumeValue": {"action": "accept"}})
+        assert status == 200, body
+        assert body["callId"] == "call/sre/1/0"
+        snap = served.wait_status(run_id, "completed", "waiting-input")
+        assert snap["status"] in ("completed", "waiting-input")
+        assert (tmp_path / ".wop" / "restarts.log").read_text().count("restarted db") == 1
+        # A second run: rejected over HTTP, the model reads the rejection.
+        status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "ops-desk"})
+        second = created["runId"]
+        served.wait_status(second, "waiting-input")
+        status, body, _ = served.request("POST", f"/v1/runs/{second}/interrupts/sre", {
+            "resumeValue": {"action": "reject", "comment": "not now"}})
+        assert status == 200, body
+        served.wait_status(second, "completed")
+        tool = [m for m in model.requests[-1].body["messages"] if m["role"] == "tool"]
+        assert tool[0]["content"] == ("error (REJECTED): not called: oncall rejected this "
+                                      "call: not now")
+        assert "restarted api" not in (tmp_path / ".wop" / "restarts.log").read_text()
+        status, page, _ = served.request("GET", f"/v1/runs/{second}/events")
+    kinds = [e["type"] for e in page["events"]]
+    assert "approval.rejected" in kinds and "tool.session.opened" not in kinds
+    load_schemas().check_events(page["events"])

@@ -1,0 +1,98 @@
+"""An MCP server for the tests, built with the official SDK: tools that count their effects,
+hang, answer huge, fail, and die. ``--http PORT`` serves streamable HTTP on loopback and
+refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("test-tools")
+
+
+def _effect(**fields: object) -> None:
+    path = os.environ.get("WOPDSL_TEST_EFFECTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({**fields, "pid": os.getpid()}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+
+@server.tool()
+def count(label: str) -> str:
+    """Count one effect with this label."""
+    _effect(tool="count", label=label)
+    return f"counted {label}"
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleep, then answer."""
+    _effect(tool="sleep")
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+def big(megabytes: int) -> str:
+    """Answer with this many megabytes."""
+    return "y" * (megabytes * 1024 * 1024)
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Fail with a message (a ToolError: the client sees it)."""
+    raise ToolError(message)
+
+
+@server.tool()
+def die(code: int = 3) -> str:
+    """Exit the server process at once (a crash)."""
+    _effect(tool="die")
+    os._exit(code)
+
+
+@server.tool()
+def die_once() -> str:
+    """Exit the server process the first time (marker file $MCP_TEST_DIE_MARKER), then answer."""
+    _effect(tool="die_once")
+    marker = os.environ["MCP_TEST_DIE_MARKER"]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(4)
+    return "alive again"
+
+
+def _guarded(app):  # type: ignore[no-untyped-def]
+    token = os.environ["MCP_TEST_TOKEN"]
+
+    async def guard(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    return guard
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int)
+    args = parser.parse_args()
+    if args.http:
+        import uvicorn
+
+        uvicorn.run(_guarded(server.streamable_http_app()), host="127.0.0.1", port=args.http,
+                    log_level="warning")
+    else:
+        server.run()

@@ -1,0 +1,78 @@
+"""Approvals: a tool with ``approval = MEMBER`` waits durably for that person's decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.openwop_schemas import load_schemas
+from tests.tools.conftest import effects_in, tool_council
+from wopdsl import ValidationError
+from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
+
+DONE = Answer({"summary": "done"})
+TOOLS = ["tests.tools.effects_tools:restart_service", "tests.tools.effects_tools:read_log"]
+POLICY = {"restart_service": {"approval": "oncall"}}
+
+
+def _types(run, *kinds: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e["type"] for e in run.events if e["type"] in kinds and e.get("nodeId") == "sre"]
+
+
+async def test_a_granted_call_is_made_after_the_decision(server: ScriptedModelServer,
+                                                         effects: Path, tmp_path: Path) -> None:
+    server.add(ToolCalls(("read_log", {"service": "api"}),
+                         ("restart_service", {"name": "api"})), DONE)
+    council = tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",))
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "waiting-input"
+    assert [e["tool"] for e in effects_in(effects)] == ["read_log"]  # the other call ran
+    assert run.state.member_phase("sre") == "waiting"
+    waiting = list(run.state.tools.approvals.values())
+    assert [(w.approver, w.call_id) for w in waiting] == [("oncall", "call/sre/1/1")]
+    with pytest.raises(ValidationError, match="its approver is oncall"):
+        await run.approve(as_="sre")
+    # The process may go away: another handle on the store decides, and the run goes on.
+    again = council.open(run.run_id, str(tmp_path / "runs.db"))
+    assert await again.approve(as_="oncall") == "call/sre/1/1"
+    assert await again.wait() == "completed"
+    assert [e["tool"] for e in effects_in(effects)] == ["read_log", "restart_service"]
+    assert len(server.requests) == 2  # the model was not asked again for the round
+    tools = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert tools[1] == "restarted api"
+    assert _types(again, "interrupt.requested", "approval.requested", "node.suspended",
+                  "interrupt.resolved", "approval.granted", "node.resumed") == [
+        "interrupt.requested", "approval.requested", "node.suspended", "interrupt.resolved",
+        "approval.granted", "node.resumed"]
+    load_schemas().check_events(again.events.to_list())
+
+
+async def test_a_rejection_is_the_tools_result(server: ScriptedModelServer,
+                                               effects: Path) -> None:
+    server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
+    council = tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",))
+    run = await council.arun(store="memory:")
+    assert run.status == "waiting-input"
+    await run.approve(reject=True, reason="not during the sale")
+    assert await run.wait() == "completed"
+    assert effects_in(effects) == []
+    tool = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")
+    assert tool["content"] == ("error (REJECTED): not called: oncall rejected this call: not "
+                               "during the sale")
+    events = run.events.to_list()
+    rejected = [e["payload"] for e in events if e["type"] == "approval.rejected"]
+    assert rejected == [{"gateId": "approval/call/sre/1/0", "principal": "oncall",
+                         "reason": "not during the sale"}]
+    returned = next(e["payload"] for e in events if e["type"] == "agent.toolReturned")
+    assert returned["status"] == "forbidden"
+    load_schemas().check_events(events)
+
+
+async def test_nothing_to_decide_is_a_clear_error(server: ScriptedModelServer) -> None:
+    server.add(DONE)
+    run = await tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",)).arun(
+        store="memory:")
+    assert run.status == "completed"
+    with pytest.raises(ValidationError, match="has ended"):
+        await run.approve()

@@ -1,0 +1,204 @@
+"""MCP tools through the official SDK: a real server process over stdio and over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
+
+from tests.openwop_schemas import load_schemas
+from tests.tools.conftest import effects_in, tool_council
+from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
+
+pytestmark = pytest.mark.slow  # each test starts a real MCP server process
+
+SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
+DONE = Answer({"summary": "done"})
+
+
+def mcp_council(tools: list[str], **options):  # type: ignore[no-untyped-def]
+    council = tool_council(tools=tools, policy=options.pop("policy", None),
+                           profile=options.pop("profile", None))
+    council.mcp("test", command="python", args=[SERVER], env=["WOPDSL_TEST_EFFECTS"],
+                **options)
+    return council
+
+
+def _of(events: list[dict], kind: str) -> list[dict]:
+    return [e["payload"] for e in events if e["type"] == kind]
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_stdio_server_is_started_called_and_stopped_with_the_run(
+        server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("count", {"label": "a"}), ("count", {"label": "b"})), DONE)
+    council = mcp_council(["mcp:test/count"])
+    run = await council.arun(store="memory:")
+    connection = council.compile().toolsets()["sre"].connections["test"]
+    assert connection.protocol == "2026-07-28"  # the official SDK 2.x, newest revision
+    assert run.status == "completed", run.error
+    assert sorted(e["label"] for e in effects_in(effects)) == ["a", "b"]
+    tools = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert tools == ["counted a", "counted b"]
+    events = run.events.to_list()
+    assert {c["transport"] for c in _of(events, "agent.toolCalled")} == {"mcp"}
+    opened, closed = _of(events, "tool.session.opened"), _of(events, "tool.session.closed")
+    assert [o["toolId"] for o in opened] == ["mcp:test"]
+    assert [(c["sessionId"], c["outcome"]) for c in closed] == [
+        (opened[0]["sessionId"], "completed")]
+    order = [e["type"] for e in events if e["type"].startswith(("tool.", "agent.tool"))]
+    assert order[0] == "tool.session.opened" and order[-1] == "tool.session.closed"
+    load_schemas().check_events(events)
+    assert _gone(effects_in(effects)[0]["pid"])  # the server exited with the run
+
+
+async def test_every_tool_of_a_server_and_errors_and_sizes(
+        server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("fail", {"message": "no disk"}), ("big", {"megabytes": 1})), DONE)
+    run = await mcp_council(["mcp:test/*"]).arun(store="memory:")
+    assert run.status == "completed", run.error
+    offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert offered == {"count", "sleep", "big", "fail", "die", "die_once"}
+    contents = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert "no disk" in contents[0]
+    assert contents[1].startswith("error (RESULT_TOO_LARGE): the result has 1048576 bytes")
+    statuses = [r["status"] for r in _of(run.events.to_list(), "agent.toolReturned")]
+    assert statuses == ["error", "error"]
+
+
+async def test_a_hanging_mcp_tool_times_out(server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("sleep", {"seconds": 30})), DONE)
+    run = await mcp_council(["mcp:test/sleep"], policy={"sleep": {"timeout_ms": 300}}).arun(
+        store="memory:")
+    assert run.status == "completed", run.error
+    content = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")[
+        "content"]
+    assert content.startswith("error (TIMEOUT): no answer within 0.3 s")
+
+
+async def test_a_server_that_dies_mid_call_fails_the_turn_clearly(
+        server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("die", {})))
+    run = await mcp_council(["mcp:test/die"]).arun(store="memory:")
+    assert run.status == "failed"
+    error = _of(run.events.to_list(), "node.failed")[0]["error"]
+    assert error["code"] == "TOOL_ERROR"
+    assert "MCP server 'test' went away during the call" in error["message"]
+    assert "is not made again (its tool is not idempotent)" in error["message"]
+    closed = _of(run.events.to_list(), "tool.session.closed")
+    assert [c["outcome"] for c in closed] == ["failed"]
+    load_schemas().check_events(run.events.to_list())
+
+
+async def test_a_server_that_died_is_restarted_for_an_idempotent_call(
+        server: ScriptedModelServer, effects: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_TEST_DIE_MARKER", str(tmp_path / "died"))
+    server.add(ToolCalls(("die_once", {})), ToolCalls(("count", {"label": "after"})), DONE)
+    council = mcp_council(["mcp:test/die_once", "mcp:test/count"],
+                          policy={"die_once": {"idempotent": True}})
+    council._mcp["test"]["env"] = ["WOPDSL_TEST_EFFECTS", "MCP_TEST_DIE_MARKER"]
+    run = await council.arun(store="memory:")
+    assert run.status == "completed", run.error
+    done = effects_in(effects)
+    assert [e["tool"] for e in done] == ["die_once", "die_once", "count"]
+    assert done[0]["pid"] != done[1]["pid"] == done[2]["pid"]  # a new server process
+    tools = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert tools == ["alive again", "counted after"]
+    events = run.events.to_list()
+    sessions = [(e["type"], e["payload"]["sessionId"], e["payload"].get("outcome"))
+                for e in events if e["type"].startswith("tool.session")]
+    assert sessions == [("tool.session.opened", "session/sre/1/0/test/1", None),
+                        ("tool.session.closed", "session/sre/1/0/test/1", "failed"),
+                        ("tool.session.opened", "session/sre/1/0/test/2", None),
+                        ("tool.session.closed", "session/sre/1/0/test/2", "completed")]
+    assert [c.get("repeated", False) for c in _of(events, "agent.toolCalled")] == [False,
+                                                                                  False]
+    load_schemas().check_events(events)
+
+
+async def test_unknown_tools_and_dead_commands_are_refused_before_the_run(
+        server: ScriptedModelServer, tmp_path: Path, effects: Path) -> None:
+    council = mcp_council(["mcp:test/nope"])
+    from wopdsl.agents.tools.discover import ToolSetupError
+
+    with pytest.raises(ToolSetupError, match="has no tool 'nope'") as caught:
+        await council.arun(store=str(tmp_path / "runs.db"))
+    assert "it lists: big, count, die, die_once, fail, sleep" in caught.value.message
+    broken = tool_council(tools=["mcp:gone/x"])
+    broken.mcp("gone", command=sys.executable, args=["-c", "import sys; sys.exit(5)"])
+    with pytest.raises(ToolSetupError, match="MCP server 'gone' could not be reached"):
+        await broken.arun(store="memory:")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(effects: Path) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback; requires a bearer token."""
+    port = _free_port()
+    env = {**os.environ, "MCP_TEST_TOKEN": "sentinel-7f3a9c-secret"}
+    proc = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+async def test_an_http_server_gets_headers_from_the_environment_never_logged(
+        server: ScriptedModelServer, http_server: str, effects: Path,
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TEST_MCP_AUTH", "Bearer sentinel-7f3a9c-secret")
+    server.add(ToolCalls(("count", {"label": "over-http"})), DONE)
+    council = tool_council(tools=["mcp:remote/count"], profile={"observability": "full"})
+    council.mcp("remote", url=http_server, headers={"Authorization": "TEST_MCP_AUTH"})
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "completed", run.error
+    assert [e["label"] for e in effects_in(effects)] == ["over-http"]
+    stored = (tmp_path / "runs.db").read_bytes()
+    assert b"sentinel-7f3a9c" not in stored
+    assert "sentinel-7f3a9c" not in json.dumps(run.events.to_list())
+    load_schemas().check_events(run.events.to_list())
+    # Without the variable: a clear error naming the variable, never a value.
+    monkeypatch.delenv("TEST_MCP_AUTH")
+    from wopdsl.agents.tools.discover import ToolSetupError
+
+    with pytest.raises(ToolSetupError, match="environment variable TEST_MCP_AUTH, which is "
+                                             "not set"):
+        await council.arun(store="memory:")
+    # A wrong value: refused by the server, and the error does not echo it.
+    monkeypatch.setenv("TEST_MCP_AUTH", "Bearer wrong-sentinel-55")
+    with pytest.raises(ToolSetupError) as caught:
+        await council.arun(store="memory:")
+    assert "wrong-sentinel-55" not in str(caught.value)
