@@ -76,3 +76,57 @@ def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
     assert status == 200 and "<html" in page.lower()
     status, snap, _ = served.request("GET", f"/runs/{run_id}", headers=V2)
     assert status == 200 and snap["owner"]["tenant"] == "local"
+
+
+def test_the_v2_owner_is_who_started_the_run_not_the_caller(serve: Any,
+                                                            tokens_file: Any) -> None:
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    # bob starts a desk run; alice may read it (the desk's visitor names her).
+    created = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2,
+                             token=BOB)[1]
+    assert created["runId"].startswith("bob/")
+    store_id = created["runId"].split("/")[1]
+    as_bob = served.request("GET", created["statusUrl"], headers=V2, token=BOB)[1]
+    status, as_alice, _ = served.request("GET", f"/runs/{store_id}", headers=V2)
+    assert status == 200 and as_alice["runId"] == f"alice/{store_id}"
+    expected = {"tenant": "bob", "subject": {"issuer": "wopdsl", "subjectId": "bob",
+                                             "tenant": "bob", "lane": "interactive",
+                                             "kind": "user"}}
+    assert as_bob["owner"] == as_alice["owner"] == expected
+    # Negative: alice's own run names her, whoever reads it.
+    mine = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
+    assert served.request("GET", mine["statusUrl"], headers=V2)[1]["owner"]["tenant"] == "alice"
+    assert as_alice["owner"]["subject"]["subjectId"] != "alice"
+
+
+def test_an_encoded_slash_is_one_bound_id_on_v2_and_no_run_on_v1(serve: Any,
+                                                                tokens_file: Any) -> None:
+    """RFC 0184: a bound id travels as `<tenant>~2F<id>`; `<tenant>%2F<id>` MUST still be
+    accepted. A v1 run id holds no `/`, so `%2F` in a v1 run segment names no run."""
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    created = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
+    store_id = created["runId"].split("/")[1]
+    # Positive: every one-segment form of the bound id names the run.
+    for path in (f"/runs/alice~2F{store_id}", f"/runs/alice%2F{store_id}",
+                 f"/runs/alice%2f{store_id}"):
+        status, snap, _ = served.request("GET", path, headers=V2)
+        assert (status, snap["runId"]) == (200, created["runId"]), (path, snap)
+    page = served.request("GET", f"/runs/alice%2F{store_id}/events/poll", headers=V2)[1]
+    assert {e["runId"] for e in page["events"]} == {created["runId"]}
+    assert served.request("GET", f"/v1/runs/{store_id}/events")[0] == 200
+    # Negative: %2F is never decoded into another resource, a 500 or another tenant.
+    for method, path, headers in [
+            ("GET", f"/v1/runs/{store_id}%2Fevents", {}),
+            ("GET", f"/v1/runs/{store_id}%2fevents%2Fpoll", {}),
+            ("POST", f"/v1/runs/{store_id}%2Fcancel", {}),
+            ("POST", f"/runs/alice%2F{store_id}%2Fcancel", V2),
+            ("GET", f"/runs/alice~7E2F{store_id}", V2)]:  # Projected twice.
+        status, body, _ = served.request(method, path, {} if method == "POST" else None,
+                                         headers=headers)
+        assert status == 404, (method, path, status, body)
+        assert body["error"] == "run_not_found" and body["details"]["runId"]
+        assert set(body) == {"error", "message", "details"}
+    status, body, _ = served.request("GET", f"/runs/bob%2F{store_id}", headers=V2)
+    assert (status, body["error"]) == (403, "id_tenant_mismatch")
+    status, snap, _ = served.request("GET", f"/v1/runs/{store_id}")
+    assert status == 200 and snap["status"] != "cancelled"

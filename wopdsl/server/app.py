@@ -23,7 +23,7 @@ from wopdsl.server.config import Limits, Tokens
 from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
-from wopdsl.server.io import JSONResponse
+from wopdsl.server.io import JSONResponse, run_not_found
 from wopdsl.server.logs import throttle
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
@@ -117,6 +117,7 @@ def _guard(endpoint: Any) -> Endpoint:
     @functools.wraps(endpoint)
     async def guarded(request: Request) -> Response:
         try:
+            _no_encoded_slash(request)
             response: Response = await endpoint(request)
             return response
         except ApiError as exc:
@@ -132,6 +133,23 @@ def _guard(endpoint: Any) -> Endpoint:
                                          {"correlationId": correlation}), status_code=500)
 
     return guarded
+
+
+
+
+def _no_encoded_slash(request: Request) -> None:
+    """A v1 run path with ``%2F`` names no run: 404 ``run_not_found``, whatever it decodes to.
+
+    The server decodes ``%2F`` before routing, so ``/v1/runs/r-1%2Fcancel`` would otherwise
+    reach ``POST /v1/runs/r-1/cancel``. No v1 run id holds a ``/``, so such a segment is
+    refused before any handler sees it. (A v2 path's ``<tenant>%2F<id>`` is the legacy form
+    of a bound id and is kept one segment: :func:`wopdsl.server.v2.ids.v2_route_path`.)
+    """
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    if raw.startswith(b"/v1/runs/"):
+        segment = raw[len(b"/v1/runs/"):].split(b"/", 1)[0]
+        if b"%2f" in segment.lower():
+            raise run_not_found(segment.decode("latin-1"))
 
 
 def _error_response(exc: ApiError) -> Response:

@@ -17,6 +17,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopdsl.server.errors import envelope
+from wopdsl.server.v2.ids import v2_route_path
 
 __all__ = ["PROTOCOL_VERSIONS", "VersionNegotiation", "major_of"]
 
@@ -62,6 +63,9 @@ class VersionNegotiation:
                           major=1)
             return
         scope.setdefault("state", {})["openwop_major"] = major
+        rerouted = v2_route_path(scope.get("raw_path") or b"")
+        if rerouted is not None:
+            scope = {**scope, "path": rerouted}
         stamp = f"{major}.0".encode()
 
         async def stamped(message: Message) -> None:
