@@ -130,3 +130,55 @@ def test_an_encoded_slash_is_one_bound_id_on_v2_and_no_run_on_v1(serve: Any,
     assert (status, body["error"]) == (403, "id_tenant_mismatch")
     status, snap, _ = served.request("GET", f"/v1/runs/{store_id}")
     assert status == 200 and snap["status"] != "cancelled"
+
+
+def test_bulk_cancel_answers_each_id_on_its_own(serve: Any, tokens_file: Any) -> None:
+    """v1 rest-endpoints.md §bulk-cancel, v2 runs.md §Cancel: 200 with per-id results."""
+    served = serve(COUNCILS / "desk.toml", args=("--conformance", "--tokens", str(tokens_file)),
+                   token=ALICE)
+
+    def create(workflow: str, headers: dict[str, str], **inputs: Any) -> str:
+        path = "/runs" if headers else "/v1/runs"
+        status, body, _ = served.request("POST", path, {"workflowId": workflow,
+                                                        "inputs": inputs}, headers=headers)
+        assert status == 201, body
+        return str(body["runId"])
+
+    long = create("conformance-cancellable", {}, delaySeconds=30)  # The v1 scenario's input.
+    done = create("conformance-noop", {})
+    served.wait_status(done, "completed")
+    status, body, _ = served.request("POST", "/v1/runs:bulk-cancel",
+                                     {"runIds": [long, "no-such-run-0000", done]})
+    assert status == 200, body
+    assert [(r["runId"], r["ok"]) for r in body["results"]] == \
+        [(long, True), ("no-such-run-0000", False), (done, False)]
+    assert body["results"][0]["status"] == "cancelled"
+    assert [r["error"]["code"] for r in body["results"][1:]] == ["not_found", "run_terminal"]
+    again = served.request("POST", "/v1/runs:bulk-cancel", {"runIds": [long]})[1]
+    assert again["results"] == [{"runId": long, "ok": True, "status": "cancelled"}]
+    # v2: bound ids; another tenant's id is refused in its entry, never as a top-level 403.
+    mine = create("conformance-cancellable", V2)
+    foreign = "bob/conformance-cancellable-0123456789abcdef"
+    status, body, _ = served.request("POST", "/runs:bulk-cancel",
+                                     {"runIds": [mine, foreign], "reason": "done"}, headers=V2)
+    assert status == 200, body
+    assert body["results"][0] == {"runId": mine, "ok": True, "status": "cancelled"}
+    assert body["results"][1]["error"]["code"] == "id_tenant_mismatch"
+    # Negative: none, or more than the cap, is 400 validation_error with details.maxRunIds.
+    for ids in ([], [f"r-{i}" for i in range(101)], "not-a-list"):
+        for path, headers in (("/v1/runs:bulk-cancel", {}), ("/runs:bulk-cancel", V2)):
+            status, body, _ = served.request("POST", path, {"runIds": ids}, headers=headers)
+            assert (status, body["error"], body["details"]["maxRunIds"]) == \
+                (400, "validation_error", 100), (path, ids, body)
+    status, body, _ = served.request("POST", "/runs:bulk-cancel", {"runIds": [mine]})
+    assert (status, body["error"]) == (400, "validation_error")  # A v2 path without the header.
+
+
+def test_a_malformed_escape_in_a_bound_id_is_refused(serve: Any, tokens_file: Any) -> None:
+    """RFC 0184: a `~` that does not introduce two hex digits is 400, not 404."""
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    for segment in ("alice~2", "alice~zz", "alice~"):
+        status, body, _ = served.request("GET", f"/runs/{segment}", headers=V2)
+        assert (status, body["error"]) == (400, "validation_error"), (segment, body)
+    status, body, _ = served.request("GET", "/runs/alice~2Fno-such-run-000000", headers=V2)
+    assert (status, body["error"]) == (404, "run_not_found")

@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from wopdsl import Council, EventStore, WopError, load, open_store
 from wopdsl.server.auth import BearerAuth
+from wopdsl.server.bulk import bulk_routes
 from wopdsl.server.config import Limits, Tokens
 from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.feed import Feeds
@@ -98,7 +99,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             await host.stop()
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in [*V2Api(api).routes(), *api.routes(), *extra, *page_routes()]]
+              for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api), *extra,
+                        *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,

@@ -21,6 +21,7 @@ from wopdsl.server.io import run_not_found
 __all__ = ["bind", "project", "tenant_of", "unbind", "v2_route_path"]
 
 _ESCAPE: Final = re.compile(r"[~%]([0-9A-Fa-f]{2})")
+_MALFORMED: Final = re.compile(r"~(?![0-9A-Fa-f]{2})")
 _TENANT: Final = re.compile(r"(anon:)?[A-Za-z0-9._~-]{1,128}")
 LOCAL_TENANT: Final = "local"
 
@@ -36,6 +37,10 @@ def unbind(segment: str, tenant: str) -> str:
     Raises:
         ApiError: 403 ``id_tenant_mismatch`` when the id names another tenant.
     """
+    if _MALFORMED.search(segment):
+        raise ApiError(400, "validation_error", "a '~' in a run id path segment must introduce "
+                       "two hex digits (RFC 0184: '/' travels as '~2F', '~' as '~7E')",
+                       {"field": "runId"})
     raw = bytearray()
     position = 0
     for match in _ESCAPE.finditer(segment):
