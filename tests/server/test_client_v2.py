@@ -85,5 +85,5 @@ def test_cancel_and_fork(client27: Path, served: Served) -> None:
 
 def test_errors_are_v2_envelopes(client27: Path, served: Served) -> None:
     got = journey(client27, served, "errors")
-    assert got == {"missing": [404, "run_not_found"], "foreign": [403, "id_tenant_mismatch"],
-                   "workflow": [404, "workflow_not_found"]}
+    assert got == {"missing": [404, "not_found"], "foreign": [403, "id_tenant_mismatch"],
+                   "workflow": [404, "not_found"]}  # v2 registry codes (v1: run_not_found …).

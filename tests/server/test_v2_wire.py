@@ -65,7 +65,12 @@ def test_runs_are_tenant_bound_and_readable_through_both_majors(serve: Any,
     status, body, _ = served.request("GET", created["statusUrl"], headers=V2, token=BOB)
     assert (status, body["error"]) == (403, "id_tenant_mismatch")
     status, body, _ = served.request("GET", created["statusUrl"], headers=V2, token=None)
-    assert (status, body["error"]) == (401, "unauthorized")
+    assert (status, body["error"]) == (401, "unauthenticated")  # The v2 registry's name.
+    status, body, _ = served.request("GET", created["statusUrl"].replace(store_id, "x" * 16),
+                                     headers=V2)
+    assert (status, body["error"]) == (404, "not_found")  # v1 names it run_not_found.
+    status, body, _ = served.request("GET", "/v1/runs/" + "x" * 16)
+    assert (status, body["error"]) == (404, "run_not_found")
 
 
 def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
@@ -124,7 +129,8 @@ def test_an_encoded_slash_is_one_bound_id_on_v2_and_no_run_on_v1(serve: Any,
         status, body, _ = served.request(method, path, {} if method == "POST" else None,
                                          headers=headers)
         assert status == 404, (method, path, status, body)
-        assert body["error"] == "run_not_found" and body["details"]["runId"]
+        assert body["error"] == ("not_found" if headers else "run_not_found")
+        assert body["details"]["runId"]
         assert set(body) == {"error", "message", "details"}
     status, body, _ = served.request("GET", f"/runs/bob%2F{store_id}", headers=V2)
     assert (status, body["error"]) == (403, "id_tenant_mismatch")
@@ -181,4 +187,4 @@ def test_a_malformed_escape_in_a_bound_id_is_refused(serve: Any, tokens_file: An
         status, body, _ = served.request("GET", f"/runs/{segment}", headers=V2)
         assert (status, body["error"]) == (400, "validation_error"), (segment, body)
     status, body, _ = served.request("GET", "/runs/alice~2Fno-such-run-000000", headers=V2)
-    assert (status, body["error"]) == (404, "run_not_found")
+    assert (status, body["error"]) == (404, "not_found")

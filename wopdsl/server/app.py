@@ -30,6 +30,7 @@ from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
 from wopdsl.server.sites import AllowedHosts, SiteGuard
 from wopdsl.server.v2 import V2Api, VersionNegotiation
+from wopdsl.server.v2.negotiate import wire_code
 
 __all__ = ["create_app"]
 
@@ -123,9 +124,9 @@ def _guard(endpoint: Any) -> Endpoint:
             response: Response = await endpoint(request)
             return response
         except ApiError as exc:
-            return _error_response(exc)
+            return _error_response(exc, request)
         except WopError as exc:
-            return _error_response(from_wop_error(exc))
+            return _error_response(from_wop_error(exc), request)
         except Exception as exc:
             correlation = uuid.uuid4().hex
             _log.error("internal error %s on %s %s: %s", correlation, request.method,
@@ -154,8 +155,9 @@ def _no_encoded_slash(request: Request) -> None:
             raise run_not_found(segment.decode("latin-1"))
 
 
-def _error_response(exc: ApiError) -> Response:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+def _error_response(exc: ApiError, request: Request) -> Response:
+    body = envelope(wire_code(exc.code, request.scope), exc.message, exc.details)
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers)
 
 
 async def _no_route(routes: list[Route], request: Request) -> Response:
