@@ -168,7 +168,7 @@ UNADVERTISED = {"webhooks", "runs", "a2a", "a2ui", "mcp", "agents", "multiAgent"
                 "toolCatalog", "toolHooks", "nodePackRuntimes", "workflowChainPacks", "runList",
                 "runDiff", "streamModes", "httpClient", "deadLetter", "compensation",
                 "effectSeams", "artifactTypes", "portability", "profiles", "capabilities",
-                "minClientVersion"}
+                "minClientVersion", "replay"}
 
 
 def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:

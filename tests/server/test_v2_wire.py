@@ -188,3 +188,15 @@ def test_a_malformed_escape_in_a_bound_id_is_refused(serve: Any, tokens_file: An
         assert (status, body["error"]) == (400, "validation_error"), (segment, body)
     status, body, _ = served.request("GET", "/runs/alice~2Fno-such-run-000000", headers=V2)
     assert (status, body["error"]) == (404, "not_found")
+
+
+def test_an_unknown_v2_path_is_not_found(serve: Any) -> None:
+    """A v2 operation this host does not serve is a host answer: 404 not_found, versioned."""
+    served = serve(COUNCILS / "desk.toml")
+    status, body, headers = served.request("POST", "/webhooks", raw=b"{", headers=V2)
+    assert (status, body["error"]) == (404, "not_found")
+    assert _lower(headers)["openwop-version"] == "2.0"
+    status, body, _ = served.request("POST", "/runs", raw=b"{", headers=V2)  # Served: 400.
+    assert (status, body["error"]) == (400, "validation_error")
+    status, body, _ = served.request("GET", "/nowhere")  # No header: not a versioned root.
+    assert (status, body["error"]) == (400, "validation_error")

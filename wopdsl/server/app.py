@@ -30,7 +30,7 @@ from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
 from wopdsl.server.sites import AllowedHosts, SiteGuard
 from wopdsl.server.v2 import V2Api, VersionNegotiation
-from wopdsl.server.v2.negotiate import wire_code
+from wopdsl.server.v2.negotiate import major_of, wire_code
 
 __all__ = ["create_app"]
 
@@ -166,9 +166,9 @@ async def _no_route(routes: list[Route], request: Request) -> Response:
     if allowed:
         raise ApiError(405, "method_not_allowed", f"{request.method} is not allowed on {path}",
                        {"allowed": allowed}, headers={"Allow": ", ".join(allowed)})
-    if path.startswith("/v1/") or path.startswith("/.well-known/"):
+    if path.startswith("/v1/") or path.startswith("/.well-known/") or major_of(request.scope) == 2:
         raise ApiError(404, "not_found", f"no such endpoint: {request.method} {path}",
-                       {"hint": "see GET /v1/openapi.json"})
+                       {"hint": "see GET /v1/openapi.json (v2: GET /openapi.json)"})
     raise ApiError(400, "validation_error", f"{path} is not under a versioned root",
                    {"hint": "paths start with /v1/ (see GET /v1/openapi.json)"})
 
