@@ -9,6 +9,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import REPO, Wop
 
 COUNCIL = REPO / "councils" / "release-team.toml"
@@ -63,3 +65,18 @@ def test_the_v2_check_validates_payloads_against_the_v2_defs(wop: Wop, tmp_path:
     found = json.loads(done.stdout)["violations"]
     assert [(v["type"], v["check"]) for v in found] == [("run.started", "payload-v2")]
     assert "engineVersion" in found[0]["message"]
+
+
+@pytest.mark.wop_invalid_log  # The edited log is invalid v1 too (v1's owner has no subject).
+def test_a_field_whose_schema_is_not_bundled_is_reported_not_a_crash(wop: Wop,
+                                                                     tmp_path: Path) -> None:
+    run_id = "release-team-0002"
+    assert wop("run", str(COUNCIL), "--run-id", run_id).returncode == 0
+    # run.started's `owner.subject` refers to v2 subject.schema.json, which is not bundled.
+    _edit_run_started(tmp_path / ".wop" / "runs.db",
+                      {"owner": {"tenant": "local", "subject": {"subjectId": "x"}}})
+    done = wop("check", "--v2", run_id, "--json")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    found = json.loads(done.stdout)["violations"]
+    assert any("subject.schema.json" in v["message"] and "cannot be checked" in v["message"]
+               for v in found), found

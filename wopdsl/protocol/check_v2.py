@@ -71,12 +71,23 @@ def v2_event_errors(event: Mapping[str, Any], schemas: OpenWopSchemas | None = N
                     ) -> list[tuple[str, str]]:
     """``(check, message)`` for every v2 schema violation of one v2 event document."""
     schemas = schemas or bundled_schemas()
-    found = [("envelope-v2", describe(error))
-             for error in schemas.validator("v2/run-event.schema.json").iter_errors(event)
-             if not _both_type_branches(error)]
+    found = [("envelope-v2", message) for message in
+             _errors(schemas.validator("v2/run-event.schema.json"), event)]
     for label, validator, instance in _payload_checks(schemas, event):
-        found += [(label, describe(error)) for error in validator.iter_errors(instance)]
+        found += [(label, message) for message in _errors(validator, instance)]
     return found
+
+
+def _errors(validator: Any, instance: Any) -> list[str]:
+    """The violations of ``instance``; a ``$ref`` to a file not bundled is one, not a crash."""
+    from referencing.exceptions import Unresolvable
+
+    try:
+        return [describe(error) for error in validator.iter_errors(instance)
+                if not _both_type_branches(error)]
+    except Unresolvable as exc:
+        return [f"<root>: cannot be checked: it reaches {exc.ref!r}, a schema not bundled "
+                "(see wopdsl/protocol/schemas/SOURCES.md)"]
 
 
 def check_events_v2(events: Iterable[Mapping[str, Any]], *, tenant: str = "local",
