@@ -196,6 +196,9 @@ def test_an_unknown_v2_path_is_not_found(serve: Any) -> None:
     status, body, headers = served.request("POST", "/webhooks", raw=b"{", headers=V2)
     assert (status, body["error"]) == (404, "not_found")
     assert _lower(headers)["openwop-version"] == "2.0"
+    for path in ("/prompts", "/content/settings"):  # Unadvertised operations (RFC 0228 §H).
+        status, body, _ = served.request("GET", path, headers=V2)
+        assert (status, body["error"]) == (404, "not_found"), path
     status, body, _ = served.request("POST", "/runs", raw=b"{", headers=V2)  # Served: 400.
     assert (status, body["error"]) == (400, "validation_error")
     status, body, _ = served.request("GET", "/nowhere")  # No header: not a versioned root.
