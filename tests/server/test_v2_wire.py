@@ -178,6 +178,8 @@ def test_bulk_cancel_answers_each_id_on_its_own(serve: Any, tokens_file: Any) ->
                 (400, "validation_error", 100), (path, ids, body)
     status, body, _ = served.request("POST", "/runs:bulk-cancel", {"runIds": [mine]})
     assert (status, body["error"]) == (400, "validation_error")  # A v2 path without the header.
+    assert "/v1/runs:bulk-cancel" in served.request("GET", "/v1/openapi.json")[1]["paths"]
+    assert "/runs:bulk-cancel" in served.request("GET", "/openapi.json", headers=V2)[1]["paths"]
 
 
 def test_a_malformed_escape_in_a_bound_id_is_refused(serve: Any, tokens_file: Any) -> None:
