@@ -28,6 +28,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         llama_url()
 
 
+@pytest.fixture(scope="session")
+def client27(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """openwop-client 2.7.0 in a folder of its own (see ``tests/openwop_client27.py``)."""
+    from tests.openwop_client27 import install_client27
+
+    return install_client27(tmp_path_factory.mktemp("client27"))
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """A fresh SQLite store file path (the file is created on first use)."""

@@ -1,4 +1,4 @@
-"""`wop check --v2 RUN`: a stored run as OpenWOP v2 serves it, against the bundled v2 envelope.
+"""`wop check --v2 RUN`: a stored run as OpenWOP v2 serves it, against the bundled v2 schemas.
 
 Real `python -m wopdsl` subprocesses on a real SQLite file.
 """
@@ -6,6 +6,10 @@ Real `python -m wopdsl` subprocesses on a real SQLite file.
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
+
+import pytest
 
 from tests.cli.conftest import REPO, Wop
 
@@ -30,3 +34,49 @@ def test_the_v2_check_finds_what_v2_refuses(wop: Wop) -> None:
     found = json.loads(done.stdout)["violations"]
     assert {v["check"] for v in found} == {"envelope-v2"}
     assert all(v["message"].startswith("runId:") for v in found)
+
+
+def _edit_run_started(db: Path, change: dict[str, object]) -> None:
+    """Change the stored `run.started` payload (as a buggy host would)."""
+    with sqlite3.connect(db) as conn:
+        table = next(r[0] for r in conn.execute(
+            "select name from sqlite_master where type='table'") if r[0].startswith("event"))
+        columns = [r[1] for r in conn.execute(f"pragma table_info({table})")]
+        body = next(c for c in columns if c in ("body", "event", "doc", "data", "payload"))
+        rowid, text = conn.execute(f"select rowid, {body} from {table} where {body} like "
+                                   "'%\"run.started\"%' limit 1").fetchone()
+        event = json.loads(text)
+        event["payload"].update(change)
+        conn.execute(f"update {table} set {body} = ? where rowid = ?",
+                     (json.dumps(event), rowid))
+
+
+def test_the_v2_check_validates_payloads_against_the_v2_defs(wop: Wop, tmp_path: Path) -> None:
+    lifecycle = REPO / "wopdsl" / "server" / "conformance" / "councils"
+    run_id = "conversation-lifecycle-0001"
+    assert wop("run", str(lifecycle / "conformance-conversation-lifecycle.toml"),
+               "--run-id", run_id).returncode == 0
+    assert wop("check", "--v2", run_id).returncode == 0  # A conversation log, valid v2.
+    # engineVersion: a string is valid v1; v2 says integer everywhere (RFC 0172 §B).
+    _edit_run_started(tmp_path / ".wop" / "runs.db", {"engineVersion": "1.0"})
+    assert wop("check", run_id).returncode == 0
+    done = wop("check", "--v2", run_id, "--json")
+    assert done.returncode == 1, done.stdout
+    found = json.loads(done.stdout)["violations"]
+    assert [(v["type"], v["check"]) for v in found] == [("run.started", "payload-v2")]
+    assert "engineVersion" in found[0]["message"]
+
+
+@pytest.mark.wop_invalid_log  # The edited log is invalid v1 too (v1's owner has no subject).
+def test_a_field_whose_schema_is_not_bundled_is_reported_not_a_crash(wop: Wop,
+                                                                     tmp_path: Path) -> None:
+    run_id = "release-team-0002"
+    assert wop("run", str(COUNCIL), "--run-id", run_id).returncode == 0
+    # run.started's `owner.subject` refers to v2 subject.schema.json, which is not bundled.
+    _edit_run_started(tmp_path / ".wop" / "runs.db",
+                      {"owner": {"tenant": "local", "subject": {"subjectId": "x"}}})
+    done = wop("check", "--v2", run_id, "--json")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    found = json.loads(done.stdout)["violations"]
+    assert any("subject.schema.json" in v["message"] and "cannot be checked" in v["message"]
+               for v in found), found

@@ -9,7 +9,6 @@ installed into scratch folders from PyPI.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Wop
+from tests.openwop_client27 import client27_env, install_client27
 
 pytest.importorskip("openwop_client")
 
@@ -67,22 +67,8 @@ def test_the_document_lists_protocol_versions(discovery: dict[str, object]) -> N
     assert discovery["multiPartyConversation"] == {"supported": True, "maxParticipants": 8}
 
 
-@pytest.fixture(scope="session")
-def client27(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """openwop-client 2.7.0 in a folder of its own (the dev extra pins 1.8, the v1 client)."""
-    target = tmp_path_factory.mktemp("client27")
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-         str(target), "openwop-client==2.7.0"], capture_output=True, text=True, timeout=300,
-        check=False)
-    if install.returncode != 0 and os.environ.get("CI") != "true":
-        pytest.skip(f"openwop-client 2.7.0 could not be installed: {install.stderr[-300:]}")
-    assert install.returncode == 0, install.stderr
-    return target
-
-
 def _in_client27(target: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    env = client27_env(target)
     return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
                           text=True, timeout=60, check=False)
 
@@ -118,21 +104,14 @@ def test_without_protocol_versions_the_2x_client_fails(client27: Path) -> None:
 
 @pytest.mark.slow
 def test_the_1x_client_discovers_the_host(host: str, tmp_path: Path) -> None:
-    target = tmp_path / "client18"
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-         str(target), "openwop-client==1.8.0"], capture_output=True, text=True, timeout=300,
-        check=False)
-    if install.returncode != 0 and os.environ.get("CI") != "true":
-        pytest.skip(f"openwop-client 1.8.0 could not be installed: {install.stderr[-300:]}")
-    assert install.returncode == 0, install.stderr
+    target = install_client27(tmp_path / "client18", "1.8.0")
     code = ("import json, sys, openwop_client\n"
             "from openwop_client import OpenwopClient\n"
             "assert openwop_client.__file__.startswith(sys.argv[2]), openwop_client.__file__\n"
             "caps = OpenwopClient(sys.argv[1], 'not-a-secret').discovery_capabilities()\n"
             "print(json.dumps({'v': caps.protocolVersion, 'limits': caps.limits.envelopesPerTurn,"
             " 'mpc': caps.multiPartyConversation.maxParticipants}))\n")
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    env = client27_env(target)
     done = subprocess.run([sys.executable, "-c", code, host, str(target)], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,6 @@ interrupt as a person and as an external agent, cancel, fork, error envelopes.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,23 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.openwop_client27 import client27_env
 from tests.server.conftest import ALICE, COUNCILS, Served
 
 SCRIPT = Path(__file__).resolve().parent / "client27_journeys.py"
-
-
-@pytest.fixture(scope="module")
-def client27(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """openwop-client 2.7.0 in a folder of its own (the dev extra pins 1.8, the v1 client)."""
-    target = tmp_path_factory.mktemp("client27")
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-         str(target), "openwop-client==2.7.0"], capture_output=True, text=True, timeout=300,
-        check=False)
-    if install.returncode != 0 and os.environ.get("CI") != "true":
-        pytest.skip(f"openwop-client 2.7.0 could not be installed: {install.stderr[-300:]}")
-    assert install.returncode == 0, install.stderr
-    return target
 
 
 @pytest.fixture
@@ -45,7 +31,7 @@ def served(serve: Any, tokens_file: Path) -> Served:
 
 
 def journey(client27: Path, served: Served, name: str) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(client27)}
+    env = client27_env(client27)
     done = subprocess.run([sys.executable, str(SCRIPT), served.url, ALICE, name], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -99,5 +85,5 @@ def test_cancel_and_fork(client27: Path, served: Served) -> None:
 
 def test_errors_are_v2_envelopes(client27: Path, served: Served) -> None:
     got = journey(client27, served, "errors")
-    assert got == {"missing": [404, "run_not_found"], "foreign": [403, "id_tenant_mismatch"],
-                   "workflow": [404, "workflow_not_found"]}
+    assert got == {"missing": [404, "not_found"], "foreign": [403, "id_tenant_mismatch"],
+                   "workflow": [404, "not_found"]}  # v2 registry codes (v1: run_not_found …).

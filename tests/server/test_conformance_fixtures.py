@@ -157,3 +157,31 @@ def test_the_multi_party_seam_enforces_the_roster(serve: Any) -> None:
     status, _, _ = served.request("POST", f"{SEAM}/exchange",
                                   {"conversationId": "never", "turn": {}})
     assert status == 404
+
+
+# The capability families the official suite's not-run scenarios gate on (docs/openwop.md
+# §Conformance): none may be advertised, or those scenarios would apply and have to pass.
+UNADVERTISED = {"webhooks", "runs", "a2a", "a2ui", "mcp", "agents", "multiAgent", "oauth",
+                "envelopeContracts", "envelopes", "aiProviders", "prompts", "secrets",
+                "credentials", "observability", "memory", "workspace", "authorization",
+                "anonymous", "dispatch", "channels", "budgets", "scheduling", "triggerBridge",
+                "toolCatalog", "toolHooks", "nodePackRuntimes", "workflowChainPacks", "runList",
+                "runDiff", "streamModes", "httpClient", "deadLetter", "compensation",
+                "effectSeams", "artifactTypes", "portability", "profiles", "capabilities",
+                "minClientVersion", "replay"}
+
+
+def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
+    served = _conformance(serve)
+    v1 = served.request("GET", "/.well-known/openwop", token=None)[1]
+    v2 = served.request("GET", "/.well-known/openwop", token=None,
+                        headers={"OpenWOP-Version": "2.0"})[1]
+    served_families = {"limits", "conversationPrimitive", "multiPartyConversation"}
+    metadata = {"protocolVersion", "protocolVersions", "preferredVersion", "fixtures",
+                "implementation", "schemaVersions", "supportedEnvelopes"}
+    assert set(v1) == set(v2) == served_families | metadata
+    assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2)
+    # Negative: what is advertised is served (the gate of the scenarios that ran).
+    assert v1["conversationPrimitive"] is True and v2["multiPartyConversation"]["status"]
+    status, body, _ = served.request("POST", "/v1/runs/none-such-run-0001:pause", {})
+    assert (status, body["error"]) == (404, "not_found")  # runs.pauseResume: not served.

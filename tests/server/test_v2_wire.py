@@ -65,7 +65,12 @@ def test_runs_are_tenant_bound_and_readable_through_both_majors(serve: Any,
     status, body, _ = served.request("GET", created["statusUrl"], headers=V2, token=BOB)
     assert (status, body["error"]) == (403, "id_tenant_mismatch")
     status, body, _ = served.request("GET", created["statusUrl"], headers=V2, token=None)
-    assert (status, body["error"]) == (401, "unauthorized")
+    assert (status, body["error"]) == (401, "unauthenticated")  # The v2 registry's name.
+    status, body, _ = served.request("GET", created["statusUrl"].replace(store_id, "x" * 16),
+                                     headers=V2)
+    assert (status, body["error"]) == (404, "not_found")  # v1 names it run_not_found.
+    status, body, _ = served.request("GET", "/v1/runs/" + "x" * 16)
+    assert (status, body["error"]) == (404, "run_not_found")
 
 
 def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
@@ -76,3 +81,127 @@ def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
     assert status == 200 and "<html" in page.lower()
     status, snap, _ = served.request("GET", f"/runs/{run_id}", headers=V2)
     assert status == 200 and snap["owner"]["tenant"] == "local"
+
+
+def test_the_v2_owner_is_who_started_the_run_not_the_caller(serve: Any,
+                                                            tokens_file: Any) -> None:
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    # bob starts a desk run; alice may read it (the desk's visitor names her).
+    created = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2,
+                             token=BOB)[1]
+    assert created["runId"].startswith("bob/")
+    store_id = created["runId"].split("/")[1]
+    as_bob = served.request("GET", created["statusUrl"], headers=V2, token=BOB)[1]
+    status, as_alice, _ = served.request("GET", f"/runs/{store_id}", headers=V2)
+    assert status == 200 and as_alice["runId"] == f"alice/{store_id}"
+    expected = {"tenant": "bob", "subject": {"issuer": "wopdsl", "subjectId": "bob",
+                                             "tenant": "bob", "lane": "interactive",
+                                             "kind": "user"}}
+    assert as_bob["owner"] == as_alice["owner"] == expected
+    # Negative: alice's own run names her, whoever reads it.
+    mine = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
+    assert served.request("GET", mine["statusUrl"], headers=V2)[1]["owner"]["tenant"] == "alice"
+    assert as_alice["owner"]["subject"]["subjectId"] != "alice"
+
+
+def test_an_encoded_slash_is_one_bound_id_on_v2_and_no_run_on_v1(serve: Any,
+                                                                tokens_file: Any) -> None:
+    """RFC 0184: a bound id travels as `<tenant>~2F<id>`; `<tenant>%2F<id>` MUST still be
+    accepted. A v1 run id holds no `/`, so `%2F` in a v1 run segment names no run."""
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    created = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
+    store_id = created["runId"].split("/")[1]
+    # Positive: every one-segment form of the bound id names the run.
+    for path in (f"/runs/alice~2F{store_id}", f"/runs/alice%2F{store_id}",
+                 f"/runs/alice%2f{store_id}"):
+        status, snap, _ = served.request("GET", path, headers=V2)
+        assert (status, snap["runId"]) == (200, created["runId"]), (path, snap)
+    page = served.request("GET", f"/runs/alice%2F{store_id}/events/poll", headers=V2)[1]
+    assert {e["runId"] for e in page["events"]} == {created["runId"]}
+    assert served.request("GET", f"/v1/runs/{store_id}/events")[0] == 200
+    # Negative: %2F is never decoded into another resource, a 500 or another tenant.
+    for method, path, headers in [
+            ("GET", f"/v1/runs/{store_id}%2Fevents", {}),
+            ("GET", f"/v1/runs/{store_id}%2fevents%2Fpoll", {}),
+            ("POST", f"/v1/runs/{store_id}%2Fcancel", {}),
+            ("POST", f"/runs/alice%2F{store_id}%2Fcancel", V2),
+            ("GET", f"/runs/alice~7E2F{store_id}", V2)]:  # Projected twice.
+        status, body, _ = served.request(method, path, {} if method == "POST" else None,
+                                         headers=headers)
+        assert status == 404, (method, path, status, body)
+        assert body["error"] == ("not_found" if headers else "run_not_found")
+        assert body["details"]["runId"]
+        assert set(body) == {"error", "message", "details"}
+    status, body, _ = served.request("GET", f"/runs/bob%2F{store_id}", headers=V2)
+    assert (status, body["error"]) == (403, "id_tenant_mismatch")
+    status, snap, _ = served.request("GET", f"/v1/runs/{store_id}")
+    assert status == 200 and snap["status"] != "cancelled"
+
+
+def test_bulk_cancel_answers_each_id_on_its_own(serve: Any, tokens_file: Any) -> None:
+    """v1 rest-endpoints.md §bulk-cancel, v2 runs.md §Cancel: 200 with per-id results."""
+    served = serve(COUNCILS / "desk.toml", args=("--conformance", "--tokens", str(tokens_file)),
+                   token=ALICE)
+
+    def create(workflow: str, headers: dict[str, str], **inputs: Any) -> str:
+        path = "/runs" if headers else "/v1/runs"
+        status, body, _ = served.request("POST", path, {"workflowId": workflow,
+                                                        "inputs": inputs}, headers=headers)
+        assert status == 201, body
+        return str(body["runId"])
+
+    long = create("conformance-cancellable", {}, delaySeconds=30)  # The v1 scenario's input.
+    done = create("conformance-noop", {})
+    served.wait_status(done, "completed")
+    status, body, _ = served.request("POST", "/v1/runs:bulk-cancel",
+                                     {"runIds": [long, "no-such-run-0000", done]})
+    assert status == 200, body
+    assert [(r["runId"], r["ok"]) for r in body["results"]] == \
+        [(long, True), ("no-such-run-0000", False), (done, False)]
+    assert body["results"][0]["status"] == "cancelled"
+    assert [r["error"]["code"] for r in body["results"][1:]] == ["not_found", "run_terminal"]
+    again = served.request("POST", "/v1/runs:bulk-cancel", {"runIds": [long]})[1]
+    assert again["results"] == [{"runId": long, "ok": True, "status": "cancelled"}]
+    # v2: bound ids; another tenant's id is refused in its entry, never as a top-level 403.
+    mine = create("conformance-cancellable", V2)
+    foreign = "bob/conformance-cancellable-0123456789abcdef"
+    status, body, _ = served.request("POST", "/runs:bulk-cancel",
+                                     {"runIds": [mine, foreign], "reason": "done"}, headers=V2)
+    assert status == 200, body
+    assert body["results"][0] == {"runId": mine, "ok": True, "status": "cancelled"}
+    assert body["results"][1]["error"]["code"] == "id_tenant_mismatch"
+    # Negative: none, or more than the cap, is 400 validation_error with details.maxRunIds.
+    for ids in ([], [f"r-{i}" for i in range(101)], "not-a-list"):
+        for path, headers in (("/v1/runs:bulk-cancel", {}), ("/runs:bulk-cancel", V2)):
+            status, body, _ = served.request("POST", path, {"runIds": ids}, headers=headers)
+            assert (status, body["error"], body["details"]["maxRunIds"]) == \
+                (400, "validation_error", 100), (path, ids, body)
+    status, body, _ = served.request("POST", "/runs:bulk-cancel", {"runIds": [mine]})
+    assert (status, body["error"]) == (400, "validation_error")  # A v2 path without the header.
+    assert "/v1/runs:bulk-cancel" in served.request("GET", "/v1/openapi.json")[1]["paths"]
+    assert "/runs:bulk-cancel" in served.request("GET", "/openapi.json", headers=V2)[1]["paths"]
+
+
+def test_a_malformed_escape_in_a_bound_id_is_refused(serve: Any, tokens_file: Any) -> None:
+    """RFC 0184: a `~` that does not introduce two hex digits is 400, not 404."""
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    for segment in ("alice~2", "alice~zz", "alice~"):
+        status, body, _ = served.request("GET", f"/runs/{segment}", headers=V2)
+        assert (status, body["error"]) == (400, "validation_error"), (segment, body)
+    status, body, _ = served.request("GET", "/runs/alice~2Fno-such-run-000000", headers=V2)
+    assert (status, body["error"]) == (404, "not_found")
+
+
+def test_an_unknown_v2_path_is_not_found(serve: Any) -> None:
+    """A v2 operation this host does not serve is a host answer: 404 not_found, versioned."""
+    served = serve(COUNCILS / "desk.toml")
+    status, body, headers = served.request("POST", "/webhooks", raw=b"{", headers=V2)
+    assert (status, body["error"]) == (404, "not_found")
+    assert _lower(headers)["openwop-version"] == "2.0"
+    for path in ("/prompts", "/content/settings"):  # Unadvertised operations (RFC 0228 §H).
+        status, body, _ = served.request("GET", path, headers=V2)
+        assert (status, body["error"]) == (404, "not_found"), path
+    status, body, _ = served.request("POST", "/runs", raw=b"{", headers=V2)  # Served: 400.
+    assert (status, body["error"]) == (400, "validation_error")
+    status, body, _ = served.request("GET", "/nowhere")  # No header: not a versioned root.
+    assert (status, body["error"]) == (400, "validation_error")

@@ -19,16 +19,18 @@ from starlette.routing import Route
 
 from wopdsl import Council, EventStore, WopError, load, open_store
 from wopdsl.server.auth import BearerAuth
+from wopdsl.server.bulk import bulk_routes
 from wopdsl.server.config import Limits, Tokens
 from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
-from wopdsl.server.io import JSONResponse
+from wopdsl.server.io import JSONResponse, run_not_found
 from wopdsl.server.logs import throttle
 from wopdsl.server.page import page_routes
 from wopdsl.server.routes import Api
 from wopdsl.server.sites import AllowedHosts, SiteGuard
 from wopdsl.server.v2 import V2Api, VersionNegotiation
+from wopdsl.server.v2.negotiate import major_of, wire_code
 
 __all__ = ["create_app"]
 
@@ -98,7 +100,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             await host.stop()
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in [*V2Api(api).routes(), *api.routes(), *extra, *page_routes()]]
+              for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api), *extra,
+                        *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,
@@ -117,12 +120,13 @@ def _guard(endpoint: Any) -> Endpoint:
     @functools.wraps(endpoint)
     async def guarded(request: Request) -> Response:
         try:
+            _no_encoded_slash(request)
             response: Response = await endpoint(request)
             return response
         except ApiError as exc:
-            return _error_response(exc)
+            return _error_response(exc, request)
         except WopError as exc:
-            return _error_response(from_wop_error(exc))
+            return _error_response(from_wop_error(exc), request)
         except Exception as exc:
             correlation = uuid.uuid4().hex
             _log.error("internal error %s on %s %s: %s", correlation, request.method,
@@ -134,8 +138,26 @@ def _guard(endpoint: Any) -> Endpoint:
     return guarded
 
 
-def _error_response(exc: ApiError) -> Response:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def _no_encoded_slash(request: Request) -> None:
+    """A v1 run path with ``%2F`` names no run: 404 ``run_not_found``, whatever it decodes to.
+
+    The server decodes ``%2F`` before routing, so ``/v1/runs/r-1%2Fcancel`` would otherwise
+    reach ``POST /v1/runs/r-1/cancel``. No v1 run id holds a ``/``, so such a segment is
+    refused before any handler sees it. (A v2 path's ``<tenant>%2F<id>`` is the legacy form
+    of a bound id and is kept one segment: :func:`wopdsl.server.v2.ids.v2_route_path`.)
+    """
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    if raw.startswith(b"/v1/runs/"):
+        segment = raw[len(b"/v1/runs/"):].split(b"/", 1)[0]
+        if b"%2f" in segment.lower():
+            raise run_not_found(segment.decode("latin-1"))
+
+
+def _error_response(exc: ApiError, request: Request) -> Response:
+    body = envelope(wire_code(exc.code, request.scope), exc.message, exc.details)
+    return JSONResponse(body, status_code=exc.status, headers=exc.headers)
 
 
 async def _no_route(routes: list[Route], request: Request) -> Response:
@@ -144,9 +166,9 @@ async def _no_route(routes: list[Route], request: Request) -> Response:
     if allowed:
         raise ApiError(405, "method_not_allowed", f"{request.method} is not allowed on {path}",
                        {"allowed": allowed}, headers={"Allow": ", ".join(allowed)})
-    if path.startswith("/v1/") or path.startswith("/.well-known/"):
+    if path.startswith("/v1/") or path.startswith("/.well-known/") or major_of(request.scope) == 2:
         raise ApiError(404, "not_found", f"no such endpoint: {request.method} {path}",
-                       {"hint": "see GET /v1/openapi.json"})
+                       {"hint": "see GET /v1/openapi.json (v2: GET /openapi.json)"})
     raise ApiError(400, "validation_error", f"{path} is not under a versioned root",
                    {"hint": "paths start with /v1/ (see GET /v1/openapi.json)"})
 

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import envelope
 from wopdsl.server.page import is_page_path
-from wopdsl.server.v2.negotiate import major_of
+from wopdsl.server.v2.negotiate import major_of, wire_code
 
 __all__ = ["LOCAL_PRINCIPAL", "PUBLIC_PATHS", "BearerAuth"]
 
@@ -55,7 +55,7 @@ class BearerAuth:
         else:
             principal = self._principal(scope)
             if principal is None:
-                await _unauthorized(send)
+                await _unauthorized(send, wire_code("unauthorized", scope))
                 return
             state["principal"] = principal
         await self.app(scope, receive, send)
@@ -72,9 +72,9 @@ class BearerAuth:
         return self.tokens.principal_for(token.strip())
 
 
-async def _unauthorized(send: Send) -> None:
+async def _unauthorized(send: Send, code: str) -> None:
     body = orjson.dumps(envelope(
-        "unauthorized", "a valid bearer token is required",
+        code, "a valid bearer token is required",
         {"hint": "send Authorization: Bearer <token> (ask the host's operator for one)"}))
     headers: list[Any] = [(b"content-type", b"application/json"),
                           (b"content-length", str(len(body)).encode()),

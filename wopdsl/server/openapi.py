@@ -109,6 +109,15 @@ def openapi_document(version: str) -> dict[str, Any]:
                            **_errors(401, 404, 409)},
                 params=[_RUN_ID], body={"type": "object",
                                         "properties": {"reason": {"type": "string"}}})},
+            "/v1/runs:bulk-cancel": {"post": _op(
+                "Cancel runs by id, each on its own (at most 100)",
+                {"200": _json({"type": "object", "required": ["results"]}),
+                 **_errors(400, 401)},
+                body={"type": "object", "required": ["runIds"],
+                      "properties": {"runIds": {"type": "array", "minItems": 1,
+                                                "maxItems": 100,
+                                                "items": {"type": "string"}},
+                                     "reason": {"type": "string"}}})},
             "/v1/runs/{runId}:fork": {"post": _op(
                 "Fork", {"201": _json(obj, "created"), **_errors(400, 401, 404, 429)},
                 params=[_RUN_ID],

@@ -13,8 +13,9 @@ fixture                                         behaviour
 ``conformance-idempotent``                      a noop taking a ``nonce`` input
 ``conformance-delay``                           waits ``delayMs`` (default 1000) while
                                                 ``running``, then ``completed``
-``conformance-cancellable``                     waits ``delayMs`` (default 30000), so a
-                                                client can cancel it mid-run
+``conformance-cancellable``                     waits ``delayMs`` (default 30000; also
+                                                as ``delaySeconds``), so a client can
+                                                cancel it mid-run
 ``conformance-failure``                         its only turn raises: ``failed`` with
                                                 ``error {code, message}``
 ``conformance-conversation-lifecycle``          gate ``room:convo``: opened → two
@@ -49,7 +50,7 @@ FIXTURE_INPUTS: Final[dict[str, frozenset[str]]] = {
     "conformance-noop": frozenset(),
     "conformance-idempotent": frozenset({"nonce"}),
     "conformance-delay": frozenset({"delayMs"}),
-    "conformance-cancellable": frozenset({"delayMs"}),
+    "conformance-cancellable": frozenset({"delayMs", "delaySeconds"}),
     "conformance-failure": frozenset(),
     "conformance-conversation-lifecycle": frozenset(),
     "conformance-conversation-vs-clarification": frozenset(),
@@ -96,6 +97,12 @@ def fixture_task(workflow_id: str, inputs: dict[str, Any]) -> str | None:
                        f"{', '.join(sorted(allowed)) or 'no inputs'}",
                        {"field": "inputs", "fields": unknown})
     given = {k: inputs[k] for k in sorted(allowed) if k in inputs}
+    if "delaySeconds" in given:  # The v1 bulk-cancel scenario's spelling of delayMs.
+        seconds = given.pop("delaySeconds")
+        if "delayMs" in given or isinstance(seconds, bool) or not isinstance(seconds, int):
+            raise ApiError(400, "validation_error", "delaySeconds must be an integer, and "
+                           "not given beside delayMs", {"field": "inputs.delaySeconds"})
+        given["delayMs"] = seconds * 1000
     if "delayMs" in given:
         _, most = _DELAYS[workflow_id]
         delay = given["delayMs"]

@@ -17,11 +17,17 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wopdsl.server.errors import envelope
+from wopdsl.server.v2.ids import v2_route_path
 
-__all__ = ["PROTOCOL_VERSIONS", "VersionNegotiation", "major_of"]
+__all__ = ["PROTOCOL_VERSIONS", "V2_CODES", "VersionNegotiation", "major_of", "wire_code"]
 
 PROTOCOL_VERSIONS: Final = ("1.0", "2.0")
 """The versions this host speaks (discovery ``protocolVersions``)."""
+
+V2_CODES: Final = {"run_not_found": "not_found", "workflow_not_found": "not_found",
+                   "unauthorized": "unauthenticated"}
+"""Error codes this host names that v2's registry (``error-envelope.schema.json``) spells
+otherwise; a v2 response carries the registered code."""
 
 _VERSION: Final = re.compile(r"\s*(\d{1,3})(?:\.(\d{1,3}))?\s*")
 
@@ -29,6 +35,11 @@ _VERSION: Final = re.compile(r"\s*(\d{1,3})(?:\.(\d{1,3}))?\s*")
 def major_of(scope: Scope) -> int:
     """The major a request speaks (set by :class:`VersionNegotiation`; 1 without it)."""
     return int(scope.get("state", {}).get("openwop_major", 1))
+
+
+def wire_code(code: str, scope: Scope) -> str:
+    """``code`` as the request's contract names it (v2: :data:`V2_CODES`)."""
+    return V2_CODES.get(code, code) if major_of(scope) == 2 else code
 
 
 class VersionNegotiation:
@@ -62,6 +73,9 @@ class VersionNegotiation:
                           major=1)
             return
         scope.setdefault("state", {})["openwop_major"] = major
+        rerouted = v2_route_path(scope.get("raw_path") or b"")
+        if rerouted is not None:
+            scope = {**scope, "path": rerouted}
         stamp = f"{major}.0".encode()
 
         async def stamped(message: Message) -> None:

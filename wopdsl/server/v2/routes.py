@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from wopdsl.server import sse
+from wopdsl.server.access import owner_of
 from wopdsl.server.cache import cached_json
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Frame
@@ -98,11 +99,14 @@ class V2Api:
             "statusUrl": run_url(tenant, body["runId"])})
 
     async def get_run(self, request: Request) -> Response:
-        """``GET /runs/{runId}``: the v2 ``RunSnapshot`` (with ``owner``)."""
+        """``GET /runs/{runId}``: the v2 ``RunSnapshot``; ``owner`` is who started the run."""
         tenant = _resolve(request, "run_id")
-        principal = str(request.scope.get("state", {}).get("principal") or tenant)
-        return _rewrite(await self.api.get_run(request),
-                        lambda snap: snapshot_v2(snap, tenant, principal))
+        response = await self.api.get_run(request)  # 404, 403 (the v1 rules).
+        if response.status_code >= 300:
+            return response
+        state = await self.api.host.state_of(request.path_params["run_id"])
+        owner = owner_of(state) or tenant  # The recorded starter, not the caller.
+        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner))
 
     async def events(self, request: Request) -> Response:
         """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page."""

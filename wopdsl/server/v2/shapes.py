@@ -2,17 +2,16 @@
 
 v2 keeps the v1 event envelope (``RunEventDoc``: ``eventId, runId, type, payload,
 timestamp, sequence, schemaVersion`` plus ``nodeId``/``causationId``), with the run id
-tenant-bound; council events use types and payloads v2 kept (``run.*``, ``node.*``,
-``interrupt.*``, ``conversation.*``, ``replay.diverged``). The discovery root is closed:
-version metadata plus one record per capability family (``{status, since, witness,
-…facets}``; presence of the record is the claim, RFC 0169 §A.2).
+tenant-bound and each payload in its v2 def (:func:`wopdsl.protocol.v2_events.event_v2`).
+The discovery root is closed: version metadata plus one record per capability family
+(``{status, since, witness, …facets}``; presence of the record is the claim, RFC 0169 §A.2).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from wopdsl.server.v2.ids import bind, project
+from wopdsl.protocol.v2_events import bind, event_v2, project
 from wopdsl.server.v2.negotiate import PROTOCOL_VERSIONS
 
 __all__ = ["discovery_v2", "event_v2", "run_url", "snapshot_v2"]
@@ -45,15 +44,17 @@ def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
     return f"/runs/{project(bind(tenant, run_id))}{suffix}"
 
 
-def event_v2(event: dict[str, Any], tenant: str) -> dict[str, Any]:
-    """A stored (v1) event as v2 carries it: the run id tenant-bound."""
-    return {**event, "runId": bind(tenant, str(event["runId"]))}
+def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str) -> dict[str, Any]:
+    """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version.
 
-
-def snapshot_v2(snapshot: dict[str, Any], tenant: str, principal: str) -> dict[str, Any]:
-    """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version."""
-    subject = {"issuer": "wopdsl", "subjectId": principal, "tenant": tenant,
+    Args:
+        snapshot: The v1 snapshot.
+        tenant: The caller's tenant (the run id is bound to it).
+        owner: The principal who started the run (``run.started`` ``metadata.principal``;
+            the caller's tenant for a run started without one). Its tenant is itself.
+    """
+    subject = {"issuer": "wopdsl", "subjectId": owner, "tenant": owner,
                "lane": "interactive", "kind": "user"}
     return {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
-            "owner": {"tenant": tenant, "subject": subject},
+            "owner": {"tenant": owner, "subject": subject},
             "eventLogSchemaVersion": int(snapshot.get("eventLogSchemaVersion", 1))}

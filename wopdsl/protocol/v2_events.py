@@ -1,0 +1,122 @@
+"""A stored (v1) run event as OpenWOP v2 carries it: bound ids, the v2 payload defs.
+
+v2 keeps the event envelope; what changes is in the ids and the payloads (RFC 0171 §A,
+``schemas/v2/run-event-payloads.schema.json``, whose payload defs are closed):
+
+- ``runId`` is tenant-bound, ``<tenant>/<run id>`` (``identity.md`` §5); so are the
+  payload's ``interruptId`` and ``sourceRunId``. A bound id's opaque part admits only
+  ``[A-Za-z0-9._~-]``: every other byte of the store id is written ``~`` and two hex digits
+  (``council-1:room:convo:start`` → ``council-1~3Aroom~3Aconvo~3Astart``), the same
+  projection a bound id gets in a URL path segment (RFC 0184).
+- ``output.chunk`` carries the bound ``runId`` the v2 def requires.
+- A payload field the event's v2 def does not name travels under the vendor hatch
+  (RFC 0185: ``x-wopdsl-<field>``) rather than being dropped; a v2 reader that knows only
+  the spec ignores it. ``conversation.opened``/``conversation.closed`` keep the fields of
+  ``schemas/v2/conversation-event.schema.json`` (``participants``, ``initialTurn``,
+  ``finalTurn`` …) and ``conversation.exchanged`` keeps its ``turn`` (the RFC 0186 seat).
+
+The field sets come from the bundled schemas (read as JSON, no validator needed).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["HATCH", "bind", "event_v2", "is_hatch", "project", "v2_fields"]
+
+HATCH: Final = "x-wopdsl-"
+"""Prefix of a council field carried under the RFC 0185 vendor hatch."""
+
+_HATCHES: Final = ("openwop-", "x-", "vendor.")
+_PASSTHROUGH: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                b"abcdefghijklmnopqrstuvwxyz0123456789._-")
+_BOUND_KEYS: Final = ("interruptId", "sourceRunId")
+_CONVERSATION_DEFS: Final = {"conversation.opened": "ConversationOpenedPayload",
+                             "conversation.closed": "ConversationClosedPayload"}
+_SEATS: Final = {"conversation.exchanged": frozenset({"turn"})}
+"""Fields a later spec release seated in a def that the bundled copy predates (RFC 0186)."""
+
+
+def bind(tenant: str, run_id: str) -> str:
+    """``<tenant>/<run id>``: the run id as v2 bodies carry it."""
+    return f"{tenant}/{run_id}"
+
+
+def project(value: str) -> str:
+    """``value`` with every byte outside ``[A-Za-z0-9._-]`` written ``~XX`` (``/`` → ``~2F``)."""
+    return "".join(chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in value.encode())
+
+
+def is_hatch(key: str) -> bool:
+    """Whether ``key`` is a vendor-hatch key (RFC 0185 §B: ``openwop-``/``x-``/``vendor.``)."""
+    return key.startswith(_HATCHES)
+
+
+@functools.cache
+def _documents() -> dict[str, Any]:
+    from wopdsl.protocol.openwop import schema_files
+
+    files = schema_files()
+    return {name: json.loads(files[f"v2/{name}.schema.json"])
+            for name in ("run-event-payloads", "conversation-event")}
+
+
+def _props(definition: Mapping[str, Any], defs: Mapping[str, Any]) -> frozenset[str] | None:
+    """The property names a def declares (``None``: it is another document's shape)."""
+    ref = definition.get("$ref", "")
+    if ref.startswith("#/$defs/"):  # An alias of another def of the same file.
+        return _props(defs[ref.rsplit("/", 1)[-1]], defs)
+    if ref:  # interrupt.requested: the v2 suspend-request union, carried as it is.
+        return None
+    return frozenset(definition.get("properties", {}))
+
+
+@functools.cache
+def v2_fields(event_type: str) -> frozenset[str] | None:
+    """The payload fields ``event_type``'s v2 def names.
+
+    ``None`` when the payload is carried as it is: a type outside the v2 registry (the
+    envelope check refuses it), or a def that is another document's shape
+    (``interrupt.requested``: ``v2/suspend-request.schema.json``).
+    """
+    docs = _documents()
+    defs = docs["run-event-payloads"]["$defs"]
+    ref = docs["run-event-payloads"]["_typeIndex"]["properties"].get(event_type)
+    if ref is None:
+        return None
+    fields = _props(defs[ref["$ref"].rsplit("/", 1)[-1]], defs)
+    if fields is None:
+        return None
+    conversation = _CONVERSATION_DEFS.get(event_type)
+    if conversation is not None:
+        fields |= _props(docs["conversation-event"]["$defs"][conversation], {}) or frozenset()
+    return fields | _SEATS.get(event_type, frozenset())
+
+
+def _payload_v2(event_type: str, payload: Mapping[str, Any], tenant: str, run_id: str
+                ) -> dict[str, Any]:
+    fields = v2_fields(event_type)
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if fields is not None and key not in fields and not is_hatch(key):
+            out[f"{HATCH}{key}"] = value
+        elif key in _BOUND_KEYS and isinstance(value, str) and "/" not in value:
+            out[key] = bind(tenant, project(value))
+        else:
+            out[key] = value
+    if event_type == "output.chunk" and fields is not None and "runId" in fields:
+        out["runId"] = bind(tenant, run_id)
+    return out
+
+
+def event_v2(event: Mapping[str, Any], tenant: str) -> dict[str, Any]:
+    """A stored event as v2 serves it to ``tenant``: bound ids, v2 payload fields."""
+    run_id = str(event["runId"])
+    doc = {**event, "runId": bind(tenant, run_id)}
+    payload = event.get("payload")
+    if isinstance(payload, Mapping):
+        doc["payload"] = _payload_v2(str(event.get("type")), payload, tenant, run_id)
+    return doc
