@@ -128,7 +128,7 @@ def test_tool_calls_and_an_approval_are_traced_live_and_from_the_log(
         first = _wop(tmp_path, env, "run", "ops.toml", "--run-id", "r1", "--otel")
         assert first.returncode == 3, first.stdout + first.stderr  # waits for oncall
         waiting = list(receiver.spans)
-        decided = _wop(tmp_path, env, "approve", "r1", "--as", "oncall")
+        decided = _wop(tmp_path, env, "approve", "r1", "--as", "oncall", "--otel")
         assert decided.returncode == 0, decided.stdout + decided.stderr
         live = waiting + [s for s in receiver.spans if s not in waiting]
         events = stored_events(tmp_path / "runs.db", "r1")
