@@ -107,11 +107,11 @@ def effects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def _project(pytester: pytest.Pytester, *, stream: bool) -> pytest.Pytester:
+def _project(pytester: pytest.Pytester, *, stream: bool, more: str = "") -> pytest.Pytester:
     pytester.makefile(".ini", pytest=INI)
     pytester.mkdir("councils")
     (pytester.path / "councils" / "ops.toml").write_text(COUNCIL.format(
-        server=json.dumps(MCP_SERVER), effects=EFFECTS_ENV, stream=str(stream).lower()),
+        server=json.dumps(MCP_SERVER), effects=EFFECTS_ENV, stream=str(stream).lower()) + more,
         encoding="utf-8")
     (pytester.path / "councils" / "ops_tools.py").write_text(
         OPS_TOOLS.format(effects=EFFECTS_ENV), encoding="utf-8")
@@ -217,3 +217,48 @@ def test_a_tool_declared_differently_fails_the_replay_naming_the_tool(
         "E *+ *force:*",
     ])
     assert len(effects_in(effects)) == before  # the model's first answer never came: no call
+
+
+APPROVED = """\
+[members.tool_policy.restart_service]
+approval = "oncall"
+
+[[members]]
+id = "oncall"
+role = "user"
+engine = "human"
+initial_turn = false
+"""
+
+APPROVED_TEST = """
+import pytest
+
+@pytest.mark.wop_cassette
+async def test_ops(arun_council, snapshot):
+    run = await arun_council("councils/ops.toml")
+    assert run.status == "waiting-input"
+    assert await run.approve(as_="oncall") == "call/sre/1/0"
+    assert await run.wait() == "completed", run.error
+    assert run.transcript == snapshot
+"""
+
+
+def test_a_call_approved_in_the_test_replays(
+    pytester: pytest.Pytester, model: ScriptedModelServer, effects: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project = _project(pytester, stream=True, more=APPROVED)
+    council = project.path / "councils" / "ops.toml"
+    council.write_text(council.read_text(encoding="utf-8").replace(
+        'members = ["sre"]', 'members = ["sre", "oncall"]'), encoding="utf-8")
+    project.makepyfile(test_ops=APPROVED_TEST)
+
+    run(project, "--wop-record", "--snapshot-update").assert_outcomes(passed=1)
+    assert [e["tool"] for e in effects_in(effects)] == ["restart_service", "count"]
+    assert len(model.requests) == 3
+
+    offline(monkeypatch, model)
+    replayed = run(project)
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines(["*1 snapshot passed.*"])
+    assert [e["tool"] for e in effects_in(effects)] == ["restart_service", "count"] * 2
