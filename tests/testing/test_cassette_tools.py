@@ -22,7 +22,7 @@ pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed"
 
 from tests.testing.helpers import INI, run
 from tests.testing.test_cassette import SENTINEL, offline
-from tests.tools.conftest import EFFECTS_ENV, MCP_SERVER, effects_in
+from tests.tools.conftest import APPROVED_BY_ONCALL, EFFECTS_ENV, MCP_SERVER, effects_in
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow  # each inner run starts a real MCP server process
@@ -119,6 +119,12 @@ def _project(pytester: pytest.Pytester, *, stream: bool, more: str = "") -> pyte
     return pytester
 
 
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "plain"])
 def test_tool_calls_are_recorded_and_replayed_offline_and_the_tools_run_again(
     pytester: pytest.Pytester, model: ScriptedModelServer, effects: Path,
@@ -171,9 +177,8 @@ def test_a_tool_that_returns_something_else_fails_the_replay_naming_the_call(
         "exchanges"]
     [asked] = exchanges[0]["response"]["body"]["choices"][0]["message"]["tool_calls"]
     ident = asked["id"]
-    tools = project.path / "councils" / "ops_tools.py"
-    tools.write_text(tools.read_text(encoding="utf-8").replace(
-        'f"restarted {name}"', 'f"restarted {name} (after 3 tries)"'), encoding="utf-8")
+    _edit(project.path / "councils" / "ops_tools.py", 'f"restarted {name}"',
+          'f"restarted {name} (after 3 tries)"')
     offline(monkeypatch, model)
 
     changed = run(project)
@@ -199,10 +204,8 @@ def test_a_tool_declared_differently_fails_the_replay_naming_the_tool(
 ) -> None:
     project = _project(pytester, stream=False)
     run(project, "--wop-record", "--snapshot-update").assert_outcomes(passed=1)
-    tools = project.path / "councils" / "ops_tools.py"
-    tools.write_text(tools.read_text(encoding="utf-8").replace(
-        "def restart_service(name: str)", "def restart_service(name: str, force: bool = False)"),
-        encoding="utf-8")
+    _edit(project.path / "councils" / "ops_tools.py", "def restart_service(name: str)",
+          "def restart_service(name: str, force: bool = False)")
     offline(monkeypatch, model)
     before = len(effects_in(effects))
 
@@ -218,17 +221,6 @@ def test_a_tool_declared_differently_fails_the_replay_naming_the_tool(
     ])
     assert len(effects_in(effects)) == before  # the model's first answer never came: no call
 
-
-APPROVED = """\
-[members.tool_policy.restart_service]
-approval = "oncall"
-
-[[members]]
-id = "oncall"
-role = "user"
-engine = "human"
-initial_turn = false
-"""
 
 APPROVED_TEST = """
 import pytest
@@ -247,10 +239,9 @@ def test_a_call_approved_in_the_test_replays(
     pytester: pytest.Pytester, model: ScriptedModelServer, effects: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    project = _project(pytester, stream=True, more=APPROVED)
-    council = project.path / "councils" / "ops.toml"
-    council.write_text(council.read_text(encoding="utf-8").replace(
-        'members = ["sre"]', 'members = ["sre", "oncall"]'), encoding="utf-8")
+    project = _project(pytester, stream=True, more=APPROVED_BY_ONCALL)
+    _edit(project.path / "councils" / "ops.toml", 'members = ["sre"]',
+          'members = ["sre", "oncall"]')
     project.makepyfile(test_ops=APPROVED_TEST)
 
     run(project, "--wop-record", "--snapshot-update").assert_outcomes(passed=1)

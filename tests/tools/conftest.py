@@ -26,6 +26,18 @@ MCP_SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 MCP_TOKEN = "sentinel-7f3a9c-secret"
 """The bearer token the HTTP test MCP server requires (a secret: never in any output)."""
 
+APPROVED_BY_ONCALL = """\
+[members.tool_policy.restart_service]
+approval = "oncall"
+
+[[members]]
+id = "oncall"
+role = "user"
+engine = "human"
+initial_turn = false
+"""
+"""The end of a council file: the person ``oncall`` approves each ``restart_service`` call."""
+
 EFFECTS_ENV = "WOPDSL_TEST_EFFECTS"
 """The file the test tools append one line to per effect (they count their own effects)."""
 

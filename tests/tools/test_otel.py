@@ -19,7 +19,13 @@ pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed"
 
 from tests.cli.conftest import stored_events
 from tests.projections.otlp_receiver import OtlpReceiver, Received
-from tests.tools.conftest import EFFECTS_ENV, KEY_ENV, MCP_TOKEN, effects_in
+from tests.tools.conftest import (
+    APPROVED_BY_ONCALL,
+    EFFECTS_ENV,
+    KEY_ENV,
+    MCP_TOKEN,
+    effects_in,
+)
 from wopdsl._ids import parse_iso_ms
 from wopdsl.projections.trace.spans import span_id, trace_id
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
@@ -69,15 +75,7 @@ role = "sre"
 engine = "llm"
 model = "m"
 tools = ["ops:restart_service", "mcp:remote/count", "mcp:remote/fail"]
-[members.tool_policy.restart_service]
-approval = "oncall"
-
-[[members]]
-id = "oncall"
-role = "user"
-engine = "human"
-initial_turn = false
-'''
+''' + APPROVED_BY_ONCALL
 
 CALLS = ToolCalls(("count", {"label": "disk-usage-7c2"}), ("fail", {"message": "disk full"}),
                   ("restart_service", {"name": "api-gateway-41b"}))
