@@ -126,6 +126,9 @@ def test_an_approval_wait_is_a_span_and_a_rejection_an_error() -> None:
         ("node.suspended", {"nodeId": "agent", "interruptId": key, "reason": "approval"}),
         ("approval.rejected", {"gateId": key, "principal": "oncall", "reason": "no"}),
         ("node.resumed", {"nodeId": "agent", "interruptId": key}),
+        ("node.retried", {"nodeId": "agent", "attempt": 1}),  # the turn goes on
+        ("node.started", {"nodeId": "agent", "typeId": "council.member", "attempt": 1,
+                          "turn": 1, "position": 1, "triggers": []}),
         ("agent.toolCalled", {"agentId": "host:agent", "toolName": "restart_service",
                               "callId": "call/agent/1/0", "transport": "native"}),
         ("agent.toolReturned", returned),

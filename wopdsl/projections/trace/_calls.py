@@ -47,6 +47,8 @@ class Turn:
     text: list[str] = field(default_factory=list)
     pending: SpanSpec | None = None
     """The last model call, until the next event says how it ended."""
+    resumed: bool = False
+    """The turn was resumed after a wait (an approval): its next attempt continues it."""
 
 
 class ModelCalls:
@@ -77,6 +79,10 @@ class ModelCalls:
         if turn is None:
             return
         payload = event["payload"]
+        if event["type"] == "node.retried" and turn.resumed and not payload.get("lastError"):
+            turn.resumed = False  # the turn goes on after its wait: no retry to report
+            turn.mark_ns = now
+            return
         if event["type"] == "node.retried":
             error = payload.get("lastError") or {}
             turn.span.events.append(SpanEvent("wopdsl.turn.retried", now, {

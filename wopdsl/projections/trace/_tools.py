@@ -127,8 +127,8 @@ class ToolSpans:
         if turn is None:
             return
         payload = event["payload"]
-        name = "wopdsl.turn.suspended" if event["type"] == "node.suspended" else \
-            "wopdsl.turn.resumed"
+        turn.resumed = event["type"] == "node.resumed"
+        name = "wopdsl.turn.resumed" if turn.resumed else "wopdsl.turn.suspended"
         turn.span.events.append(SpanEvent(name, now, {
             "wopdsl.interruptId": str(payload.get("interruptId", "")),
             "wopdsl.event.sequence": event["sequence"]}))
