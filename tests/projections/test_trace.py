@@ -214,3 +214,21 @@ async def test_a_run_driven_here_exports_live(receiver: OtlpReceiver, tmp_path: 
     names = sorted(s.name for s in receiver.spans)
     assert names == ["invoke_agent a", "invoke_agent b", "invoke_workflow here"]
     assert {s.trace_id for s in receiver.spans} == {f"{trace_id('nb'):032x}"}
+
+
+@pytest.mark.parametrize(("kind", "payload", "reason"), [
+    ("agent.toolCalled", {}, "tool_calls"),
+    ("tool.session.opened", {}, "tool_calls"),
+    ("interrupt.requested", {"kind": "approval"}, "tool_calls"),
+    ("approval.requested", {}, "tool_calls"),
+    ("budget.exhausted", {"dimension": "toolCalls"}, "tool_calls"),  # a call over budget
+    ("budget.exhausted", {"dimension": "tokens"}, "stop"),
+    ("interrupt.requested", {"kind": "conversation.start"}, "stop"),
+    ("envelope.retry.attempted", {"reason": "truncation"}, "length"),
+    ("node.completed", {}, "stop"),
+])
+def test_the_finish_reason_is_what_follows_the_call(kind: str, payload: dict[str, Any],
+                                                    reason: str) -> None:
+    from wopdsl.projections.trace._calls import finish_reason
+
+    assert finish_reason({"type": kind, "payload": payload}) == reason  # type: ignore[typeddict-item]

@@ -20,8 +20,7 @@ from wopdsl.protocol.envelope import RunEventDoc
 __all__ = ["Member", "ModelCalls", "Turn", "finish_reason"]
 
 _FINISH: Final = {"truncation": "length", "refusal": "content_filter"}
-_TOOL_STEPS: Final = frozenset({"agent.toolCalled", "tool.session.opened", "approval.requested",
-                                "interrupt.requested"})
+_TOOL_STEPS: Final = frozenset({"agent.toolCalled", "tool.session.opened", "approval.requested"})
 """What follows a model call that asked for tool calls (an MCP session opens first, an
 approval is asked before its call)."""
 
@@ -165,9 +164,8 @@ def finish_reason(event: RunEventDoc) -> str:
     """How the previous model call ended, from the event that follows it."""
     kind = event["type"]
     payload = event["payload"]
-    if kind in _TOOL_STEPS or (kind in ("budget.exhausted", "cap.breached") and
-                               payload.get("dimension", payload.get("kind")) in (
-                                   "toolCalls", "budget-tool-calls")):
+    if kind in _TOOL_STEPS or payload.get("kind") in ("approval", "budget-tool-calls") or \
+            (kind == "budget.exhausted" and payload.get("dimension") == "toolCalls"):
         return "tool_calls"
     reason = payload.get("reason") or payload.get("finalReason")
     if kind.startswith("envelope.retry.") and reason:
