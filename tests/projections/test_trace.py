@@ -109,6 +109,54 @@ def test_tool_calls_become_execute_tool_spans() -> None:
     assert len(spans) == 1 + 1 + 2 + 2
 
 
+def test_an_approval_wait_is_a_span_and_a_rejection_an_error() -> None:
+    # As a real run writes it (tests/tools/test_otel.py has the live one): the model asks
+    # for a call, an MCP session opens, the call waits for `oncall`, who rejects it.
+    header = _log({"model": "test-model"})[:4]  # run.started … the first provider.usage
+    key = "approval/call/agent/1/0"
+    title = "agent asks to call restart_service"
+    returned = {"agentId": "host:agent", "toolName": "restart_service",
+                "callId": "call/agent/1/0", "status": "forbidden", "durationMs": 0,
+                "error": {"code": "REJECTED", "message": "not called"}}
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("tool.session.opened", {"sessionId": "s", "toolId": "mcp:ops"}),
+        ("interrupt.requested", {"kind": "approval", "key": key, "data": {}}),
+        ("approval.requested", {"nodeId": "agent", "interruptId": key, "title": title,
+                                "artifactId": "call/agent/1/0", "approversList": ["oncall"]}),
+        ("node.suspended", {"nodeId": "agent", "interruptId": key, "reason": "approval"}),
+        ("approval.rejected", {"gateId": key, "principal": "oncall", "reason": "no"}),
+        ("node.resumed", {"nodeId": "agent", "interruptId": key}),
+        ("node.retried", {"nodeId": "agent", "attempt": 1}),  # the turn goes on
+        ("node.started", {"nodeId": "agent", "typeId": "council.member", "attempt": 1,
+                          "turn": 1, "position": 1, "triggers": []}),
+        ("agent.toolCalled", {"agentId": "host:agent", "toolName": "restart_service",
+                              "callId": "call/agent/1/0", "transport": "native"}),
+        ("agent.toolReturned", returned),
+        ("provider.usage", header[3]["payload"]),
+        ("node.completed", {"nodeId": "agent", "outputs": {"summary": "Left it."}}),
+        ("run.completed", {"outputs": {}}),
+    ]
+    events = header + [{"eventId": event_id("tr", 4 + n), "runId": "tr", "type": kind,
+                        "payload": payload, "timestamp": iso_ms(T0 + 10 * (4 + n)),
+                        "sequence": 4 + n, "schemaVersion": 1,
+                        **({} if kind.startswith("run.") else {"nodeId": "agent"})}
+                       for n, (kind, payload) in enumerate(steps)]
+    spans = {s.name: s for s in _derive(events)}
+    first = min((s for s in _derive(events) if s.name == "chat test-model"),
+                key=lambda s: s.start_ns)
+    assert first.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    turn = spans["invoke_agent agent"]
+    wait = spans["wopdsl.approval restart_service"]
+    assert wait.parent_id == turn.span_id and wait.span_id == span_id("tr", event_id("tr", 6))
+    assert (wait.start_ns, wait.end_ns) == ((T0 + 60) * 10**6, (T0 + 80) * 10**6)
+    assert wait.attributes["wopdsl.approval.decision"] == "rejected"
+    assert wait.attributes["wopdsl.approval.approver"] == "oncall"
+    assert wait.attributes["gen_ai.tool.call.id"] == "call/agent/1/0"
+    call = spans["execute_tool restart_service"]
+    assert call.error == "REJECTED: not called" and call.attributes["error.type"] == "REJECTED"
+    assert [e.name for e in turn.events] == ["wopdsl.turn.suspended", "wopdsl.turn.resumed"]
+
+
 def test_without_full_observability_no_text_leaves() -> None:
     spans = _derive(_log({"model": "test-model"}))
     text = repr([s.attributes for s in spans] + [s.events for s in spans])
@@ -166,3 +214,21 @@ async def test_a_run_driven_here_exports_live(receiver: OtlpReceiver, tmp_path: 
     names = sorted(s.name for s in receiver.spans)
     assert names == ["invoke_agent a", "invoke_agent b", "invoke_workflow here"]
     assert {s.trace_id for s in receiver.spans} == {f"{trace_id('nb'):032x}"}
+
+
+@pytest.mark.parametrize(("kind", "payload", "reason"), [
+    ("agent.toolCalled", {}, "tool_calls"),
+    ("tool.session.opened", {}, "tool_calls"),
+    ("interrupt.requested", {"kind": "approval"}, "tool_calls"),
+    ("approval.requested", {}, "tool_calls"),
+    ("budget.exhausted", {"dimension": "toolCalls"}, "tool_calls"),  # a call over budget
+    ("budget.exhausted", {"dimension": "tokens"}, "stop"),
+    ("interrupt.requested", {"kind": "conversation.start"}, "stop"),
+    ("envelope.retry.attempted", {"reason": "truncation"}, "length"),
+    ("node.completed", {}, "stop"),
+])
+def test_the_finish_reason_is_what_follows_the_call(kind: str, payload: dict[str, Any],
+                                                    reason: str) -> None:
+    from wopdsl.projections.trace._calls import finish_reason
+
+    assert finish_reason({"type": kind, "payload": payload}) == reason  # type: ignore[typeddict-item]

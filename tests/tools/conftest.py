@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,23 @@ from tests.llm.conftest import KEY_ENV, server
 from wopdsl import Council
 
 __all__ = ["KEY_ENV", "server"]  # the scripted model server fixture, as the llm tests use it
+
+MCP_SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
+"""The test MCP server (official SDK): stdio by default, ``--http PORT`` for HTTP."""
+MCP_TOKEN = "sentinel-7f3a9c-secret"
+"""The bearer token the HTTP test MCP server requires (a secret: never in any output)."""
+
+APPROVED_BY_ONCALL = """\
+[members.tool_policy.restart_service]
+approval = "oncall"
+
+[[members]]
+id = "oncall"
+role = "user"
+engine = "human"
+initial_turn = false
+"""
+"""The end of a council file: the person ``oncall`` approves each ``restart_service`` call."""
 
 EFFECTS_ENV = "WOPDSL_TEST_EFFECTS"
 """The file the test tools append one line to per effect (they count their own effects)."""
@@ -58,3 +80,30 @@ def tool_council(*, tools: list[str], policy: dict[str, dict[str, Any]] | None =
     for human in humans:
         council.human(human)
     return council
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (yet)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(effects: Path) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
+    port = free_port()
+    env = {**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN}
+    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -148,32 +145,6 @@ async def test_unknown_tools_and_dead_commands_are_refused_before_the_run(
     broken.mcp("gone", command=sys.executable, args=["-c", "import sys; sys.exit(5)"])
     with pytest.raises(ToolSetupError, match="MCP server 'gone' could not be reached"):
         await broken.arun(store="memory:")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def http_server(effects: Path) -> Iterator[str]:
-    """The test MCP server over streamable HTTP on loopback; requires a bearer token."""
-    port = _free_port()
-    env = {**os.environ, "MCP_TEST_TOKEN": "sentinel-7f3a9c-secret"}
-    proc = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=10)
 
 
 async def test_an_http_server_gets_headers_from_the_environment_never_logged(

@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd = add("approve", _approve.cmd_approve,
               "decide a tool call that waits for approval, then continue the run")
+    otel_flag(cmd)
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("call", metavar="CALL", nargs="?", default=None,
                      help="the call id (default: the one call waiting)")

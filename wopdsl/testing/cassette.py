@@ -18,7 +18,6 @@ included). Headers are not kept (no key or auth header is ever written), except 
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 from dataclasses import dataclass
@@ -28,10 +27,11 @@ from urllib.parse import quote, unquote
 
 import yaml
 
+from wopdsl.testing._cassette_diff import dump_yaml, request_diff, tool_changes
 from wopdsl.testing.cassette_upstream import forward, scrub
 from wopdsl.testing.model_server import CapturedRequest, RawAnswer, ScriptedModelServer
 
-__all__ = ["FORMAT", "Cassette", "CassetteMismatch", "Exchange", "dump_yaml"]
+__all__ = ["FORMAT", "Cassette", "CassetteMismatch", "Exchange", "dump_yaml", "request_diff"]
 
 FORMAT = "wopdsl-cassette/1"
 """The ``format`` line of every cassette this version writes and reads."""
@@ -79,25 +79,6 @@ class Exchange:
         return {"run": self.run, "member": self.member, "turn": self.turn,
                 "attempt": self.attempt, "call": self.call, "position": self.position,
                 "profile": self.profile, "request": self.request, "response": self.response}
-
-
-class _Dumper(yaml.SafeDumper):
-    """Block style for text with line breaks, so prompts read as they were sent."""
-
-
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # PyYAML writes U+0085 raw outside double quotes, where YAML reads it as a line break.
-    style = '"' if "\x85" in value else "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _text)
-
-
-def dump_yaml(data: Any) -> str:
-    """YAML as cassettes are written: key order kept, text with line breaks in block style."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                     width=1_000_000, default_flow_style=False)
 
 
 class Cassette:
@@ -196,10 +177,13 @@ class Cassette:
                                 "with `pytest --wop-record` (or WOP_RECORD=1)")
         self._used.add(made.key)
         if found.request != made.request:
+            changes = tool_changes(found.request.get("body") or {}, made.request.get("body") or {})
+            what = "".join(f"\n  - {line}" for line in changes)
             return self._refuse(
                 f"the request of {made.where()} no longer matches the recording in "
                 f"{self.shown}; if the change is intended, re-record with `pytest "
-                f"--wop-record` (or WOP_RECORD=1).\n{request_diff(found.request, made.request)}")
+                f"--wop-record` (or WOP_RECORD=1).{what}\n"
+                f"{request_diff(found.request, made.request)}")
         return _served(found.response)
 
     def _refuse(self, problem: str) -> RawAnswer:
@@ -263,13 +247,6 @@ def _shown(path: Path) -> str:
 def _served(response: dict[str, Any]) -> RawAnswer:
     return RawAnswer(int(response["status"]), response.get("body"),
                      dict(response.get("headers") or {}))
-
-
-def request_diff(recorded: dict[str, Any], now: dict[str, Any]) -> str:
-    """A unified diff of two requests as YAML (``-`` recorded, ``+`` now)."""
-    lines = difflib.unified_diff(dump_yaml(recorded).splitlines(),
-                                 dump_yaml(now).splitlines(), "recorded", "now", lineterm="")
-    return "\n".join(lines)
 
 
 def _read(path: Path) -> list[Exchange]:

@@ -20,6 +20,9 @@ from wopdsl.protocol.envelope import RunEventDoc
 __all__ = ["Member", "ModelCalls", "Turn", "finish_reason"]
 
 _FINISH: Final = {"truncation": "length", "refusal": "content_filter"}
+_TOOL_STEPS: Final = frozenset({"agent.toolCalled", "tool.session.opened", "approval.requested"})
+"""What follows a model call that asked for tool calls (an MCP session opens first, an
+approval is asked before its call)."""
 
 
 @dataclass(slots=True)
@@ -43,6 +46,8 @@ class Turn:
     text: list[str] = field(default_factory=list)
     pending: SpanSpec | None = None
     """The last model call, until the next event says how it ended."""
+    resumed: bool = False
+    """The turn was resumed after a wait (an approval): its next attempt continues it."""
 
 
 class ModelCalls:
@@ -73,6 +78,10 @@ class ModelCalls:
         if turn is None:
             return
         payload = event["payload"]
+        if event["type"] == "node.retried" and turn.resumed and not payload.get("lastError"):
+            turn.resumed = False  # the turn goes on after its wait: no retry to report
+            turn.mark_ns = now
+            return
         if event["type"] == "node.retried":
             error = payload.get("lastError") or {}
             turn.span.events.append(SpanEvent("wopdsl.turn.retried", now, {
@@ -155,7 +164,8 @@ def finish_reason(event: RunEventDoc) -> str:
     """How the previous model call ended, from the event that follows it."""
     kind = event["type"]
     payload = event["payload"]
-    if kind == "agent.toolCalled":
+    if kind in _TOOL_STEPS or payload.get("kind") in ("approval", "budget-tool-calls") or \
+            (kind == "budget.exhausted" and payload.get("dimension") == "toolCalls"):
         return "tool_calls"
     reason = payload.get("reason") or payload.get("finalReason")
     if kind.startswith("envelope.retry.") and reason:

@@ -11,7 +11,9 @@ The span tree (attribute names from the ``opentelemetry-semantic-conventions`` p
   provider, model, usage tokens, finish reason (``stop``; ``tool_calls`` when tool calls
   follow; ``length`` / ``content_filter`` when the answer was cut off or refused); a
   transport failure (``node.retried`` with an error) is a failed ``chat`` span.
-* ``execute_tool {tool}``: an ``agent.toolCalled`` … ``agent.toolReturned`` pair.
+* ``execute_tool {tool}``: an ``agent.toolCalled`` … ``agent.toolReturned`` pair, and
+  ``wopdsl.approval {tool}``: the wait for a person's decision on a call, under the turn
+  (:mod:`~wopdsl.projections.trace._tools`).
 
 Prompt and answer text (``gen_ai.system_instructions``, ``gen_ai.input.messages``,
 ``gen_ai.output.messages``, tool arguments and results, human post text) are exported only
@@ -25,13 +27,12 @@ it saw happen, and a fork exports nothing of the log it copied from its source.
 
 from __future__ import annotations
 
-import json
-
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 
 from wopdsl._ids import event_id, parse_iso_ms
 from wopdsl.projections.trace._calls import Member, ModelCalls, Turn, finish_reason
+from wopdsl.projections.trace._tools import ToolSpans
 from wopdsl.projections.trace.spans import AttrValue, SpanEvent, SpanLink, SpanSpec, span_id
 from wopdsl.projections.trace.spans import trace_id as trace_id_of
 from wopdsl.protocol.envelope import RunEventDoc
@@ -46,7 +47,7 @@ _ROOT_EVENTS = {"run.resumed": "wopdsl.run.resumed", "replay.diverged": "wopdsl.
                 "interrupt.resolved": "wopdsl.interrupt.resolved"}
 
 
-class TraceProjection(ModelCalls):
+class TraceProjection(ModelCalls, ToolSpans):
     """A run's spans, derived as its events are applied (see the module docs).
 
     Args:
@@ -64,6 +65,7 @@ class TraceProjection(ModelCalls):
         self._members: dict[str, Member] = {}
         self._turns: dict[str, Turn] = {}
         self._tools: dict[str, tuple[str, SpanSpec]] = {}
+        self._approvals: dict[str, SpanSpec] = {}
         self._content = False
 
     # -- public --------------------------------------------------------------------------
@@ -230,45 +232,7 @@ class TraceProjection(ModelCalls):
         span.released_at = event["sequence"]
         out.append(span)
 
-    # -- tools and posts -----------------------------------------------------------------
-
-    def _tool_called(self, event: RunEventDoc, now: int, node: str,
-                     out: list[SpanSpec]) -> None:
-        payload = event["payload"]
-        member = node or str(payload.get("agentId", "")).removeprefix("host:")
-        turn = self._turns.get(member)
-        if turn is None:
-            return
-        name = str(payload.get("toolName", ""))
-        attributes: dict[str, AttrValue] = {
-            gen_ai.GEN_AI_OPERATION_NAME: "execute_tool", gen_ai.GEN_AI_TOOL_NAME: name,
-            gen_ai.GEN_AI_TOOL_CALL_ID: str(payload.get("callId", "")),
-            gen_ai.GEN_AI_TOOL_TYPE: "extension" if payload.get("transport") == "mcp"
-            else "function"}
-        if "inputs" in payload and self._members[member].full:
-            attributes[gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS] = json.dumps(payload["inputs"])
-        span = SpanSpec(f"execute_tool {name}", span_id(self.run_id, event["eventId"]),
-                        turn.span.span_id, now, attributes=attributes)
-        self._tools[str(payload.get("callId", ""))] = (member, span)
-
-    def _tool_returned(self, event: RunEventDoc, now: int, node: str,
-                       out: list[SpanSpec]) -> None:
-        payload = event["payload"]
-        member, span = self._tools.pop(str(payload.get("callId", "")), ("", None))
-        if span is None:
-            return
-        status = str(payload.get("status", "error" if payload.get("error") else "ok"))
-        if status != "ok":
-            error = payload.get("error") or {}
-            span.error = f"{error.get('code', status)}: {error.get('message', status)}"
-            span.attributes[ERROR_TYPE] = str(error.get("code", status))
-        if "outcome" in payload and self._members[member].full:
-            span.attributes[gen_ai.GEN_AI_TOOL_CALL_RESULT] = json.dumps(payload["outcome"])
-        span.end_ns = now
-        span.released_at = event["sequence"]
-        out.append(span)
-        if member in self._turns:
-            self._turns[member].mark_ns = now
+    # -- posts ---------------------------------------------------------------------------
 
     def _exchanged(self, event: RunEventDoc, now: int, node: str,
                    out: list[SpanSpec]) -> None:
@@ -303,7 +267,12 @@ _HANDLERS = {
     "prompt.composed": ModelCalls._prompt,
     "output.chunk": ModelCalls._chunk,
     "provider.usage": ModelCalls._usage,
-    "agent.toolCalled": TraceProjection._tool_called,
-    "agent.toolReturned": TraceProjection._tool_returned,
+    "agent.toolCalled": ToolSpans._tool_called,
+    "agent.toolReturned": ToolSpans._tool_returned,
+    "approval.requested": ToolSpans._approval_asked,
+    "approval.granted": ToolSpans._approval_decided,
+    "approval.rejected": ToolSpans._approval_decided,
+    "node.suspended": ToolSpans._suspension,
+    "node.resumed": ToolSpans._suspension,
     "conversation.exchanged": TraceProjection._exchanged,
 }
