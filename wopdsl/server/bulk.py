@@ -70,13 +70,14 @@ async def _one(api: Api, request: Request, wire: str, resolve: Callable[[str], s
                reason: str) -> dict[str, Any]:
     """Cancel one run; its entry of ``results``."""
     try:
-        run = api.run_for(request, "cancel", want_run_id(resolve(wire)))
-        if run.status in ("completed", "failed"):
-            raise ApiError(409, "run_terminal", f"run {run.run_id} has already {run.status}",
-                           {"status": run.status})
-        if run.status != "cancelled":
+        run, state = await api.run_for(request, "cancel", want_run_id(resolve(wire)))
+        status = state.status
+        if status in ("completed", "failed"):
+            raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
+                           {"status": status})
+        if status != "cancelled":
             await api.host.cancel(run, reason)
-        return {"runId": wire, "ok": True, "status": run.status}
+        return {"runId": wire, "ok": True, "status": await run.astatus()}
     except (ApiError, WopError) as exc:
         error = exc if isinstance(exc, ApiError) else from_wop_error(exc)
         code = "not_found" if error.code == "run_not_found" else error.code

@@ -70,7 +70,7 @@ class MultiPartySeam:
             "members": [{"id": m, "role": "participant", "engine": "external"}
                         for m in members]})
         try:
-            run = Council.from_spec(spec).start(self.host.store, max_participants=limit)
+            run = await Council.from_spec(spec).astart(self.host.store, max_participants=limit)
             await run.wait()
         except ValidationError as exc:
             raise _refusal(exc) from None
@@ -78,7 +78,7 @@ class MultiPartySeam:
             self._open.pop(next(iter(self._open)))
         self._open[conversation] = run
         return JSONResponse({"conversationId": conversation, "runId": run.run_id,
-                             "nodeId": f"room:{ROOM}", "status": run.status,
+                             "nodeId": f"room:{ROOM}", "status": await run.astatus(),
                              "participants": [{"agentId": f"host:{m}"} for m in members]})
 
     async def exchange(self, request: Request) -> Response:
@@ -96,7 +96,7 @@ class MultiPartySeam:
         speaker = turn.get("speakerId") if isinstance(turn, dict) else None
         named = _MEMBER.fullmatch(speaker) if isinstance(speaker, str) else None
         try:
-            if named is not None and named.group(1) in run.state.members:
+            if named is not None and named.group(1) in (await run.astate()).members:
                 message = await self.host.reply(run, room=ROOM, member=named.group(1),
                                                 resume=turn)
             else:  # The engine's door refuses it (no speakerId, or not a member).
@@ -109,7 +109,7 @@ class MultiPartySeam:
         except ValidationError as exc:
             raise _refusal(exc) from None
         return JSONResponse({"conversationId": conversation, "runId": run.run_id,
-                             "messageId": message, "status": run.status})
+                             "messageId": message, "status": await run.astatus()})
 
 
 def _members(participants: Any) -> list[str]:
