@@ -45,6 +45,8 @@ async def test_a_granted_call_is_made_after_the_decision(server: ScriptedModelSe
                   "interrupt.resolved", "approval.granted", "node.resumed") == [
         "interrupt.requested", "approval.requested", "node.suspended", "interrupt.resolved",
         "approval.granted", "node.resumed"]
+    # The turn runs again because it was decided, not because a run stopped mid-turn.
+    assert [e for e in again.events if e["type"] == "run.resumed"] == []
     load_schemas().check_events(again.events.to_list())
 
 

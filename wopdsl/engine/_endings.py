@@ -100,7 +100,9 @@ class Endings(EventWriter):
             return
         origin = state.metadata.get("forkedFrom") or {}
         fork_start = origin.get("atSequence") == state.last_sequence
-        active = sorted(m for m, i in state.inflight.items() if not i.suspended)
+        # Interrupted turns only: not one waiting for an approval, nor one whose approval
+        # was just decided (it runs again by design).
+        active = sorted(m for m, i in state.inflight.items() if not i.suspended and not i.decided)
         if not active and not fork_start and reason is None:
             return
         payload: dict[str, Any] = {"reason": reason or ("fork" if fork_start

@@ -191,7 +191,7 @@ class CouncilState:
         if current is not None:
             # A retry of an interrupted turn: same position, same triggers, next attempt.
             current.attempt = payload.get("attempt", current.attempt + 1)
-            current.retried, current.suspended = False, None
+            current.retried, current.suspended, current.decided = False, None, False
             return
         position = payload["position"]
         self.queue.pop(member, None)
@@ -213,7 +213,7 @@ class CouncilState:
         if room is not None:
             room.gate_resumed = True
         elif (turn := self.inflight.get(event.get("nodeId", ""))) is not None:
-            turn.suspended = None
+            turn.suspended, turn.decided = None, turn.suspended is not None
 
     def _node_completed(self, event: RunEventDoc) -> None:
         room = self._room_of(event)

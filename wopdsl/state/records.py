@@ -85,6 +85,9 @@ class Inflight:
     """Whether ``node.retried`` already closed this attempt (the next start is due)."""
     suspended: str | None = None
     """The interrupt key the turn waits on (a tool call's approval), while it waits."""
+    decided: bool = False
+    """Whether the turn's wait was decided (``node.resumed``): it runs again by design, not
+    because a run stopped in the middle of it."""
 
 
 @dataclass(slots=True)
