@@ -6,6 +6,7 @@ Reject button, with a reason typed in the panel) and the tool counts its own eff
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,11 @@ import pytest
 pytest.importorskip("textual")
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 from wopdsl_tui import CouncilApp
 from wopdsl_tui.bridge import RunFold
+from wopdsl_tui.widgets import Composer
 from wopdsl_tui.widgets.tools import ApprovalPanel, ToolCalls
 
 import wopdsl
@@ -66,8 +69,7 @@ async def test_approve_on_the_ops_desk_makes_the_call_once(
             assert " ms · " in lines[0] and lines[0].endswith("call/sre/1/0")
             assert lines[1].startswith('✓ sre → service_status({"service": "db"})  ok · ')
             assert lines[2] == ('? sre → restart_service({"service": "db", "reason": "too many '
-                                'connections"})  waiting for oncall (ctrl+y approves, ctrl+x '
-                                'rejects)  call/sre/1/2')
+                                'connections"})  waiting for oncall  call/sre/1/2')
             what = shown(app, "#approval-what")
             assert what == ('oncall to decide: sre asks to call restart_service({"service": '
                             '"db", "reason": "too many connections"})  call/sre/1/2')
@@ -84,6 +86,8 @@ async def test_approve_on_the_ops_desk_makes_the_call_once(
                                    'many connections"})  approved by oncall · ok · ')
             assert "approval:" not in shown(app, "#status")
             assert app.check_action("decide", (True,)) is False
+            assert app.council_run is not None
+            await app.council_run.wait()  # the drive has stopped the MCP server it started
         assert len(model.requests) == 3
     granted = [e for e in app.council_run.events if e["type"] == "approval.granted"]  # type: ignore[union-attr]
     assert [e["payload"]["principal"] for e in granted] == ["oncall"]
@@ -184,3 +188,34 @@ def test_the_fold_follows_a_call_through_approval_and_rejection() -> None:
     fold.tools.fill_arguments(lambda call: looked.append(call) or ("restart_service", "{}"))
     fold.tools.fill_arguments(lambda call: looked.append(call) or None)
     assert looked == ["call/sre/1/0"] and rejected.arguments == "{}"  # asked once per call
+
+
+@pytest.mark.slow
+def test_snapshot_the_ops_desk_asks_oncall(snap_compare: Callable[..., bool], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pytest_textual_snapshot")
+    monkeypatch.chdir(tmp_path)
+    with ScriptedModelServer() as model:
+        monkeypatch.setenv("OPENAI_BASE_URL", model.url)
+        model.add(Calls(("restart_service", {"service": "db",
+                                             "reason": "too many connections"})), DONE)
+        app = CouncilApp(wopdsl.load(OPS_DESK), store=tmp_path / "runs.db", deterministic=True)
+
+        async def run_before(pilot: Pilot[int]) -> None:
+            app.query_one(Composer).cursor_blink = False
+            app.query_one("#approval-reason", Input).cursor_blink = False
+            await settle(pilot, lambda: asking(app))
+            await pilot.press(*"db is fine now")
+
+        assert snap_compare(app, run_before=run_before, terminal_size=(100, 28))
+    assert not (tmp_path / ".wop" / "restarts.log").exists()
+
+
+def test_the_guide_shows_the_approval_screen() -> None:
+    # docs/guides/tui.md shows the approval snapshot: keep them the same.
+    here = Path(__file__).parent / "__snapshots__" / "test_tools"
+    shown = REPO / "docs" / "guides" / "tui-approval.svg"
+    assert shown.read_text() == (here / "test_snapshot_the_ops_desk_asks_oncall.svg"
+                                 ).read_text(), (
+        "copy tests/tui/__snapshots__/test_tools/test_snapshot_the_ops_desk_asks_oncall.svg "
+        "to docs/guides/tui-approval.svg")

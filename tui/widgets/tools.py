@@ -99,7 +99,7 @@ def _state(call: ToolCall) -> str:
     """What became of the call, in words: waiting, decided, calling, returned."""
     parts: list[str] = []
     if call.state == "waiting":
-        parts.append(f"waiting for {escape(call.approver)} (ctrl+y approves, ctrl+x rejects)")
+        parts.append(f"waiting for {escape(call.approver)}")
     elif call.decision:
         parts.append(escape(call.decision))
     if call.state == "called":
