@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("textual")
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
+from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 from wopdsl_tui import CouncilApp
@@ -24,7 +25,8 @@ from wopdsl_tui.widgets.tools import ApprovalPanel, ToolCalls
 import wopdsl
 from tests.tools.conftest import effects, effects_in, server, tool_council
 from tests.tui.conftest import REPO, finished, settle
-from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls as Calls
+from wopdsl.testing.model_server import Answer, ScriptedModelServer
+from wopdsl.testing.model_server import ToolCalls as Calls
 
 __all__ = ["effects", "server"]  # the fixtures of tests/tools, used here too
 
@@ -37,7 +39,14 @@ POLICY = {"restart_service": {"approval": "oncall"}}
 
 def shown(app: CouncilApp, selector: str) -> str:
     """The plain text a Static shows."""
-    return str(getattr(app.query_one(selector, Static).render(), "plain"))
+    return content(app, selector).plain
+
+
+def content(app: CouncilApp, selector: str) -> Content:
+    """What a Static shows, with its styles."""
+    rendered = app.query_one(selector, Static).render()
+    assert isinstance(rendered, Content)
+    return rendered
 
 
 def asking(app: CouncilApp) -> bool:
@@ -147,7 +156,6 @@ async def test_tool_output_never_acts_on_the_screen(
     app = CouncilApp(council, store=db_path, deterministic=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, finished(app))
-        panel = app.query_one("#tool-lines", Static).render()
         plain = shown(app, "#tool-lines")
         # Shown as text: the markup is literal, the escape sequences are spelled out.
         assert "[bold red]BOOM[/bold red]" in plain and "\x1b" not in plain
@@ -156,7 +164,7 @@ async def test_tool_output_never_acts_on_the_screen(
         result = plain.splitlines()[1]
         assert result.startswith("    ← [bold red]BOOM[/bold red] \\x1b[2J")
         at = plain.index("BOOM")
-        spans = getattr(panel, "spans")
+        spans = content(app, "#tool-lines").spans
         assert spans and not any(s.start <= at < s.end and "red" in str(s.style) for s in spans)
         assert app.query_one(ToolCalls).display
 
