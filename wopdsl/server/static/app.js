@@ -242,6 +242,14 @@ function drain(run) {
         roster = true;
         break;
       }
+      case "node.suspended":
+        // A member's turn waits (for a tool call's approval): it is not writing meanwhile.
+        if (run.members.has(e.nodeId)) {
+          run.members.get(e.nodeId).state = "waiting";
+          run.live.delete(e.nodeId);
+          roster = true;
+        }
+        break;
       case "node.retried": case "envelope.retry.attempted":
         // The call is made again (a dropped stream, or an invalid answer re-asked): its
         // tokens start over.
