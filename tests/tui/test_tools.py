@@ -55,6 +55,13 @@ def asking(app: CouncilApp) -> bool:
         app.shown_sequence == app.fold.last_sequence
 
 
+def restart_asked(server: ScriptedModelServer, db_path: Path) -> CouncilApp:
+    """The app on a council whose sre asks to restart api, a call oncall must approve."""
+    server.add(Calls(("restart_service", {"name": "api"})), DONE)
+    return CouncilApp(tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",)),
+                      store=db_path, deterministic=True)
+
+
 @pytest.mark.slow
 async def test_approve_on_the_ops_desk_makes_the_call_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,9 +111,7 @@ async def test_approve_on_the_ops_desk_makes_the_call_once(
 
 async def test_reject_with_a_reason_goes_back_to_the_model(
         server: ScriptedModelServer, effects: Path, db_path: Path) -> None:
-    server.add(Calls(("restart_service", {"name": "api"})), DONE)
-    app = CouncilApp(tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",)),
-                     store=db_path, deterministic=True)
+    app = restart_asked(server, db_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: asking(app))
         await pilot.press(*"not during the sale")  # the reason field has the keyboard
@@ -123,9 +128,7 @@ async def test_reject_with_a_reason_goes_back_to_the_model(
 
 async def test_a_decision_made_elsewhere_closes_the_panel_a_stale_one_is_refused(
         server: ScriptedModelServer, effects: Path, db_path: Path) -> None:
-    server.add(Calls(("restart_service", {"name": "api"})), DONE)
-    app = CouncilApp(tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",)),
-                     store=db_path, deterministic=True)
+    app = restart_asked(server, db_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, lambda: asking(app))
         run = app.council_run
