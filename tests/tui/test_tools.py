@@ -230,3 +230,22 @@ def test_the_guide_shows_the_approval_screen() -> None:
                                  ).read_text(), (
         "copy tests/tui/__snapshots__/test_tools/test_snapshot_the_ops_desk_asks_oncall.svg "
         "to docs/guides/tui-approval.svg")
+
+
+async def test_attach_to_a_waiting_run_and_approve_it(
+        server: ScriptedModelServer, effects: Path, db_path: Path) -> None:
+    # `wop run` (here: another handle) left the run waiting for oncall; `wop tui RUN` decides.
+    server.add(Calls(("restart_service", {"name": "api"})), DONE)
+    council = tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",))
+    waiting = await council.arun(store=str(db_path))
+    assert waiting.status == "waiting-input"
+    app = CouncilApp(wopdsl.attach(db_path, waiting.run_id))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: asking(app))
+        assert 'restart_service({"name": "api"})' in shown(app, "#approval-what")
+        await pilot.press("ctrl+y")
+        await settle(pilot, finished(app))
+        assert app.council_run is not None
+        await app.council_run.wait()
+    assert [e["name"] for e in effects_in(effects)] == ["api"]  # exactly once
+    assert len(server.requests) == 2
