@@ -6,6 +6,7 @@ Reject button, with a reason typed in the panel) and the tool counts its own eff
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,6 +54,19 @@ def asking(app: CouncilApp) -> bool:
     """The run waits for an approval and the screen shows the panel."""
     return bool(app.fold.approvals) and app.query_one(ApprovalPanel).display and \
         app.shown_sequence == app.fold.last_sequence
+
+
+def mcp_stopped() -> bool:
+    """No MCP server started by this process is running any more."""
+    mine = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[1] == mine and b"mcp_ops_server" in (stat.parent / "cmdline").read_bytes():
+                return False
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+    return True
 
 
 def restart_asked(server: ScriptedModelServer, db_path: Path) -> CouncilApp:
@@ -104,6 +118,7 @@ async def test_approve_on_the_ops_desk_makes_the_call_once(
             assert app.check_action("decide", (True,)) is False
             assert app.council_run is not None
             await app.council_run.wait()  # the drive has stopped the MCP server it started
+            await settle(pilot, mcp_stopped)  # the server exits a moment after the drive
         assert len(model.requests) == 3
     granted = [e for e in app.council_run.events if e["type"] == "approval.granted"]  # type: ignore[union-attr]
     assert [e["payload"]["principal"] for e in granted] == ["oncall"]
@@ -217,6 +232,7 @@ def test_snapshot_the_ops_desk_asks_oncall(snap_compare: Callable[..., bool], tm
             app.query_one("#approval-reason", Input).cursor_blink = False
             await settle(pilot, lambda: asking(app))
             await pilot.press(*"db is fine now")
+            await settle(pilot, mcp_stopped)  # the drive stopped at the approval
 
         assert snap_compare(app, run_before=run_before, terminal_size=(100, 28))
     assert not (tmp_path / ".wop" / "restarts.log").exists()
