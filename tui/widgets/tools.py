@@ -229,6 +229,7 @@ class ApprovalPanel(Vertical):
         self.busy = busy
         for button in self.query(Button):
             button.disabled = busy
+        self.app.refresh_bindings()  # the footer offers ctrl+y / ctrl+x only when not busy
 
     def _refused(self, message: str) -> None:
         error = self.query_one("#approval-error", Static)
