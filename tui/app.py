@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Log, TabbedContent, TabPane
 from wopdsl_tui.bridge import RoomFeed, RunFold, follow
 from wopdsl_tui.widgets import Composer, ErrorDetails, MessageList, Notice, Roster, StatusLine
+from wopdsl_tui.widgets.tools import ApprovalPanel, ToolsView
 
 import wopdsl
 
@@ -31,7 +32,8 @@ class CouncilApp(App[int]):
 
     Give it a :class:`wopdsl.Council` to start a run, or a :class:`wopdsl.Run` to attach to
     one (stored, paused, or executing in another process). It reads the run's events only,
-    folding them in :class:`~wopdsl_tui.bridge.RunFold`, and posts through ``Run.reply``.
+    folding them in :class:`~wopdsl_tui.bridge.RunFold`, posts through ``Run.reply`` and
+    decides tool calls waiting for approval through ``Run.approve``.
 
     Args:
         source: The council to start, or the run to attach to.
@@ -53,6 +55,9 @@ class CouncilApp(App[int]):
         # Offered once a turn or the run failed: the recorded error details and traceback.
         Binding("ctrl+e", "toggle_errors", "Errors", priority=True),
         Binding("ctrl+s", "resume", "Resume", priority=True),
+        # Offered while a tool call waits for a person's decision (the approval panel).
+        Binding("ctrl+y", "decide(True)", "Approve", priority=True),
+        Binding("ctrl+x", "decide(False)", "Reject", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
@@ -95,6 +100,7 @@ class CouncilApp(App[int]):
         with Horizontal(id="main"):
             yield TabbedContent(id="rooms")
             yield Roster(id="roster")
+        yield ToolsView(id="tool-view")
         yield Log(id="events", auto_scroll=True)
         yield ErrorDetails(id="errors")
         with Vertical(id="composer-box", classes="-hidden"):
@@ -201,12 +207,17 @@ class CouncilApp(App[int]):
                 fold.streams)
             self._waiting = fold.waiting_for
             self._on_waiting()
+        if fold.tools.changed and self.query_one(ToolsView).show(
+                fold.tools, fold.approvals, self.council_run) and not self._turn_requested:
+            self.query_one(ApprovalPanel).reason.focus()  # ctrl+y / ctrl+x decide
         self.query_one(StatusLine).show_status(
             run_id=fold.run_id or (self.council_run.run_id if self.council_run else ""),
             status=self.run_status, batch=fold.batch, events=fold.last_sequence + 1,
-            waiting=self._waiting, errors=fold.errors, problem=self._problem)
+            waiting=self._waiting, errors=fold.errors, problem=self._problem,
+            approvals=[(a.approver, a.call_id) for a in fold.approvals])
         self.shown_sequence = fold.last_sequence
-        keys = (self.run_status, self.human, self._driving, fold.terminal, bool(fold.errors))
+        keys = (self.run_status, self.human, self._driving, fold.terminal, bool(fold.errors),
+                len(fold.approvals))
         if keys != self._keys_state:
             # The footer rebuilds on refresh: only when an offered key may have changed.
             self._keys_state = keys
@@ -259,7 +270,7 @@ class CouncilApp(App[int]):
         composer.set_members(m for m in members if m != self.human)
         composer.placeholder = f"Message {room_id} as {self.human}; @ mentions a member"
         notice = self.query_one(Notice)
-        closed = self._closed_reason(feed, here)
+        closed = self.fold.closed_reason(feed, here)
         composer.disabled = closed is not None
         if closed is not None:
             notice.show_closed(closed)
@@ -268,18 +279,6 @@ class CouncilApp(App[int]):
         else:
             notice.show_target(self.human, room_id, turn=self._turn_requested,
                                sending=self._posting)
-
-    def _closed_reason(self, feed: RoomFeed, here: list[str]) -> str | None:
-        """Why nobody may post in this room from here, or ``None`` when the human may."""
-        if self.fold.terminal is not None:
-            return f"The run has {self.fold.terminal}; it takes no more messages."
-        if not here:
-            others = ", ".join(self.fold.humans)
-            return (f"{others} {'is' if len(self.fold.humans) == 1 else 'are'} not in room "
-                    f"{feed.id} ({', '.join(feed.members)}); Ctrl+N / Ctrl+P for another room.")
-        if feed.closed:
-            return f"The conversation of room {feed.id} is closed."
-        return None
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self._refusal = None
@@ -305,6 +304,9 @@ class CouncilApp(App[int]):
             return self.human is not None
         if action == "toggle_errors":
             return bool(self.fold.errors)
+        if action == "decide":
+            panel = self.query_one(ApprovalPanel)
+            return panel.call_id is not None and not panel.busy
         if action == "resume":
             # Offered for an interrupted run: started, not ended, not waiting for a person,
             # and not driven by this process.
@@ -328,6 +330,15 @@ class CouncilApp(App[int]):
     def action_toggle_ids(self) -> None:
         for view in self._lists.values():
             view.show_ids = not view.show_ids
+
+    def action_decide(self, grant: bool) -> None:
+        """Approve or reject the tool call the approval panel shows."""
+        self.query_one(ApprovalPanel).decide(grant)
+
+    def on_approval_panel_decided(self, event: ApprovalPanel.Decided) -> None:
+        # The decision may have set the run going again here: watch that drive.
+        self._watch_drive()
+        self.refresh_bindings()
 
     def action_resume(self) -> None:
         """Continue an interrupted run here (one that no other process is executing)."""

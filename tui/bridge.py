@@ -13,11 +13,15 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from wopdsl_tui.calls import ToolFold
+
 from wopdsl import CouncilState, Message
+from wopdsl.projections import escape
 from wopdsl.state import MemberState, RoomState
 
 if TYPE_CHECKING:
     import wopdsl
+    from wopdsl.state.tools import PendingApproval
 
 __all__ = [
     "ErrorNote",
@@ -126,6 +130,8 @@ class RunFold:
     streams: dict[str, str] = field(default_factory=dict)
     """Member id -> what its model has streamed so far in the turn in flight (the raw answer,
     up to 1 MiB; ``wopdsl.projections.streaming.streamed_text`` reads its posts' text)."""
+    tools: ToolFold = field(default_factory=ToolFold)
+    """The run's tool calls: approvals asked and decided, calls made, their results."""
 
     @property
     def members(self) -> dict[str, MemberState]:
@@ -157,6 +163,26 @@ class RunFold:
         """Human members whose requested turn is pending."""
         return self.council.waiting_for
 
+    @property
+    def approvals(self) -> list[PendingApproval]:
+        """Tool calls waiting for a person's decision, in request order."""
+        return list(self.council.tools.approvals.values())
+
+    def closed_reason(self, feed: RoomFeed, here: list[str]) -> str | None:
+        """Why nobody may post in room ``feed`` from here, or ``None`` when a human may.
+
+        ``here``: the human members of the room.
+        """
+        if self.terminal is not None:
+            return f"The run has {self.terminal}; it takes no more messages."
+        if not here:
+            others = ", ".join(self.humans)
+            return (f"{others} {'is' if len(self.humans) == 1 else 'are'} not in room "
+                    f"{feed.id} ({', '.join(feed.members)}); Ctrl+N / Ctrl+P for another room.")
+        if feed.closed:
+            return f"The conversation of room {feed.id} is closed."
+        return None
+
     def usage(self, member_id: str) -> str | None:
         """The member's model tokens (and cost), e.g. ``880 tokens · $0.0012``, if any."""
         spent = self.council.usage.members.get(member_id)
@@ -180,6 +206,7 @@ class RunFold:
         node = str(event.get("nodeId") or payload.get("nodeId") or "")
         self.council.apply(event)  # type: ignore[arg-type]
         self.events.append(EventLine(sequence, kind, node, _detail(kind, payload)))
+        self.tools.apply(event)
         if kind in _ROSTER_EVENTS:
             self.roster_changed = True
         handler = _HANDLERS.get(kind)
@@ -254,6 +281,14 @@ def _detail(kind: str, payload: Mapping[str, Any]) -> str:
         return f"error[{error.get('code', 'UNKNOWN')}]"
     if kind == "run.started":
         return str(payload.get("workflowId", ""))
+    if kind in ("agent.toolCalled", "agent.toolReturned"):
+        status = f" {payload['status']}" if "status" in payload else ""
+        # A tool name is what the model asked for: shown escaped, never acted on.
+        return escape(f"{payload.get('toolName', '')} {payload.get('callId', '')}{status}")
+    if kind == "approval.requested":
+        return escape(str(payload.get("artifactId", "")))
+    if kind in ("approval.granted", "approval.rejected"):
+        return escape(f"{payload.get('gateId', '')} by {payload.get('principal', '')}")
     return ""
 
 

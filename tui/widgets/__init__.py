@@ -5,6 +5,7 @@ from wopdsl_tui.widgets.errors import ErrorDetails
 from wopdsl_tui.widgets.messages import MessageList
 from wopdsl_tui.widgets.roster import Roster
 from wopdsl_tui.widgets.status import Notice, StatusLine
+from wopdsl_tui.widgets.tools import ApprovalPanel, ToolCalls, ToolsView
 
-__all__ = ["Composer", "ErrorDetails", "MentionSuggester", "MessageList", "Notice", "Roster",
-           "StatusLine"]
+__all__ = ["ApprovalPanel", "Composer", "ErrorDetails", "MentionSuggester", "MessageList",
+           "Notice", "Roster", "StatusLine", "ToolCalls", "ToolsView"]

@@ -25,7 +25,7 @@ STATUS_STYLES: Final = {
 
 
 class StatusLine(Static):
-    """One line: run id, status, batch, event count, who is awaited, and the last error."""
+    """One line: run id, status, batch, events, who is awaited (turns, approvals), errors."""
 
     DEFAULT_CSS = """
     StatusLine {
@@ -38,8 +38,8 @@ class StatusLine(Static):
 
     def show_status(self, *, run_id: str, status: str, batch: int, events: int,
                     waiting: Sequence[str] = (), errors: Sequence[ErrorNote] = (),
-                    problem: str = "") -> None:
-        """Redraw the line."""
+                    problem: str = "", approvals: Sequence[tuple[str, str]] = ()) -> None:
+        """Redraw the line (``approvals``: ``(approver, call id)`` of each call that waits)."""
         text = Text(end="")
         text.append(run_id or "starting", style="bold")
         text.append(" │ ")
@@ -47,6 +47,9 @@ class StatusLine(Static):
         text.append(f" │ batch {batch} │ {events} events")
         if waiting:
             text.append(f" │ waiting for {', '.join(waiting)}", style="magenta")
+        if approvals:
+            asked = ", ".join(f"{who} ({call})" for who, call in approvals)
+            text.append(terminal_safe(f" │ approval: {asked}"), style="bold magenta")
         if errors:
             last = errors[-1]
             where = f" ({last.node})" if last.node else ""

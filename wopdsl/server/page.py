@@ -22,7 +22,8 @@ __all__ = ["ASSETS", "is_page_path", "page_routes"]
 
 ASSETS: Final = {"app.js": "text/javascript", "stream.js": "text/javascript",
                  "partial.js": "text/javascript", "panels.js": "text/javascript",
-                 "view.js": "text/javascript", "app.css": "text/css", "icon.svg": "image/svg+xml"}
+                 "view.js": "text/javascript", "tools.js": "text/javascript",
+                 "app.css": "text/css", "icon.svg": "image/svg+xml"}
 """The page's files under ``/ui/`` and their media types."""
 
 _PAGE_PATH = re.compile(r"^/(?:runs/[A-Za-z0-9._:~-]{1,200})?$")

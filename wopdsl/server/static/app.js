@@ -2,6 +2,7 @@
 // human member. Only the host's public v1 API is used (see stream.js).
 import { api, ApiError, follow, setToken, token } from "./stream.js";
 import { oversize, renderRoster, renderStreams, renderTabs } from "./panels.js";
+import { foldTool, renderApprovals, renderToolCalls } from "./tools.js";
 import { Completer, MessageWindow, el } from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -140,6 +141,7 @@ function newRun(runId) {
     runId, workflow: null, snapshot: null, status: "", rooms: new Map(), members: new Map(),
     current: null, live: new Map(), usage: new Map(), stream: null, snapTimer: null,
     pending: [], frame: 0, error: null,
+    calls: new Map(), approvals: new Map(), deciding: new Set(), refused: new Map(),  // tools.js
   };
 }
 
@@ -198,8 +200,10 @@ function drain(run) {
   run.pending = [];
   const touched = new Set();
   let roster = false;
+  let tools = false;
   for (const e of events) {
     const p = e.payload || {};
+    if (foldTool(run, e)) tools = true;
     switch (e.type) {
       case "conversation.exchanged": {
         const t = p.turn || {};
@@ -238,6 +242,14 @@ function drain(run) {
         roster = true;
         break;
       }
+      case "node.suspended":
+        // A member's turn waits (for a tool call's approval): it is not writing meanwhile.
+        if (run.members.has(e.nodeId)) {
+          run.members.get(e.nodeId).state = "waiting";
+          run.live.delete(e.nodeId);
+          roster = true;
+        }
+        break;
       case "node.retried": case "envelope.retry.attempted":
         // The call is made again (a dropped stream, or an invalid answer re-asked): its
         // tokens start over.
@@ -263,6 +275,7 @@ function drain(run) {
   if (touched.size) renderTabs(run, selectRoom);
   renderStreams(run);
   if (roster || touched.size) { renderRoster(run); renderComposer(run); }
+  if (tools) { renderToolCalls(run); renderApprovals(run, ui.me, () => refreshSnapshot(run, 0)); }
   if (events.length && !TERMINAL.has(run.status)) refreshSnapshot(run, 400);
 }
 

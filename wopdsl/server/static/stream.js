@@ -132,7 +132,9 @@ const KNOWN_TYPES = [
   "interrupt.requested", "interrupt.resolved", "conversation.opened", "conversation.exchanged",
   "conversation.closed", "output.chunk", "provider.usage", "prompt.composed", "cap.breached",
   "budget.reserved", "budget.consumed", "budget.exhausted", "envelope.retry.attempted",
-  "envelope.retry.exhausted", "agent.model",
+  "envelope.retry.exhausted", "agent.model", "agent.toolCalled", "agent.toolReturned",
+  "approval.requested", "approval.granted", "approval.rejected", "tool.session.opened",
+  "tool.session.closed",
 ];
 
 /** Parse an SSE byte stream; hand the decoded events of each read to deliver(). */
