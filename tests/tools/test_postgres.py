@@ -24,8 +24,7 @@ pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed"
 from tests.openwop_schemas import load_schemas
 from tests.tcp_proxy import TcpProxy
 from tests.tools.conftest import effects_in, record_effect, tool_council
-from tests.tools.test_crash import (DONE, environment, kill_when, kinds, start, wop,
-                                    write_council)
+from tests.tools.test_crash import DONE, environment, kill_when, kinds, start, wop, write_council
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow
