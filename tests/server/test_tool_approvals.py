@@ -6,6 +6,7 @@ tool with ``approval = "oncall"``) against the scripted model server on loopback
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,42 @@ def test_with_tokens_only_the_approvers_principal_decides(serve: Any, tmp_path: 
     granted = [e["payload"] for e in page["events"] if e["type"] == "approval.granted"]
     assert granted == [{"gateId": "approval/call/sre/1/0", "principal": "oncall"}]
     assert ALICE not in served.logs() and BOB not in served.logs()
+
+
+def _children(pid: int, marker: str) -> list[int]:
+    """Processes whose parent is ``pid`` and whose command line names ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == pid and marker in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "Z" not in Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+
+
+def test_stdio_servers_stop_with_the_host(serve: Any) -> None:
+    with ScriptedModelServer() as model:
+        model.add(ToolCalls(("read_log", {"service": "api"})), Answer({"summary": "asked"}))
+        served = serve(COUNCIL, env={"OPENAI_BASE_URL": model.url})
+        status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "ops-desk"})
+        assert status == 201, created
+        served.wait_status(created["runId"], "completed", "waiting-input")
+        children = _children(served.proc.pid, "mcp_ops_server.py")
+        assert children, "the host runs the council's MCP server over stdio"
+        assert served.stop() == 0
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in children)
