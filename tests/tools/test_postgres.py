@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -209,14 +210,45 @@ def _through(url: str, proxy: TcpProxy) -> str:
     return urlunsplit(parts._replace(netloc=f"{auth}@127.0.0.1:{proxy.port}"))
 
 
+async def hold_the_store(proxy: TcpProxy, ready: Callable[[], bool],
+                         look: Callable[[], Any]) -> dict[str, Any]:
+    """Once ``ready()``, pass no byte to the store; let the event loop turn 20 times, then
+    ``look()`` (in a thread) and let bytes flow again. Only the loop lets them flow: were it
+    held while the store hangs, a watchdog would, after 30 s, and ``ticks`` would say so."""
+    seen: dict[str, Any] = {"ticks": 0}
+    flowed = threading.Event()
+
+    def watchdog() -> None:
+        if not flowed.wait(30):
+            seen["watchdog"] = True
+            proxy.flow()
+
+    while not ready():
+        await asyncio.sleep(0.01)
+    proxy.stall()
+    threading.Thread(target=watchdog, daemon=True).start()
+    for _ in range(20):
+        await asyncio.sleep(0.05)
+        seen["ticks"] += 1
+    seen["looked"] = await asyncio.to_thread(look)
+    seen["watchdog"] = seen.get("watchdog", False)
+    flowed.set()
+    proxy.flow()
+    return seen
+
+
+def _tool_events(url: str) -> list[str]:
+    return kinds(pg_events(url, "r1"), "agent.toolCalled",  # type: ignore[arg-type]
+                 "agent.toolReturned")
+
+
 async def test_the_tool_journal_does_not_hold_the_loop_while_the_store_hangs(
         server: ScriptedModelServer, pg_url: str, effects: Path) -> None:
-    """The tool stalls the line to PostgreSQL as it returns: the journal's save of its result
-    and the commit of ``agent.toolReturned`` then wait on the store, in worker threads. The
-    event loop keeps running meanwhile: a ticker on it counts, and only it lets bytes flow
-    again — a held loop would never do so (a watchdog then does, and the test fails)."""
+    """The tool cuts the line to PostgreSQL as it returns: the journal's save of its result
+    and the commit of ``agent.toolReturned`` then wait on the store, in worker threads, while
+    the event loop goes on; the model is not called again until they are done."""
     parts = urlsplit(pg_url)
-    stalled, flowed = threading.Event(), threading.Event()
+    stalled = threading.Event()
     with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
         council = tool_council(tools=["restart_service"])
 
@@ -228,34 +260,36 @@ async def test_the_tool_journal_does_not_hold_the_loop_while_the_store_hangs(
             stalled.set()
             return f"restarted {name}"
 
-        def watchdog() -> None:
-            if not flowed.wait(30):
-                proxy.flow()  # the loop was held: let the run end, the test fails below
-
-        seen: dict[str, Any] = {}
-
-        async def ticker() -> None:
-            while not stalled.is_set():
-                await asyncio.sleep(0.01)
-            for _ in range(20):  # 20 turns of the loop while the store hangs
-                await asyncio.sleep(0.05)
-                seen["ticks"] = seen.get("ticks", 0) + 1
-            seen["before"] = kinds(await asyncio.to_thread(pg_events, pg_url, "r1"),
-                                   "agent.toolCalled", "agent.toolReturned")
-            flowed.set()
-            proxy.flow()
-
         server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
-        threading.Thread(target=watchdog, daemon=True).start()
-        ticking = asyncio.create_task(ticker())
+        holding = asyncio.create_task(hold_the_store(
+            proxy, stalled.is_set, lambda: (_tool_events(pg_url), len(server.requests))))
         run = await council.arun(store=_through(pg_url, proxy), run_id="r1")
-        await ticking
+        seen = await holding
         assert run.status == "completed", run.error
-    assert seen["ticks"] == 20 and flowed.is_set()
-    assert seen["before"] == ["agent.toolCalled"]  # the result waited on the store
+    assert seen["ticks"] == 20 and not seen["watchdog"]
+    assert seen["looked"] == (["agent.toolCalled"], 1)  # the result waited; so did the model
     assert [e["tool"] for e in effects_in(effects)] == ["restart_service"]
-    events = pg_events(pg_url, "r1")
-    assert kinds(events, "agent.toolCalled", "agent.toolReturned") == [  # type: ignore[arg-type]
-        "agent.toolCalled", "agent.toolReturned"]
+    assert _tool_events(pg_url) == ["agent.toolCalled", "agent.toolReturned"]
     assert "call/sre/1/0#result" in pg_private(pg_url, "r1")
-    load_schemas().check_events(events)  # type: ignore[arg-type]
+    load_schemas().check_events(pg_events(pg_url, "r1"))  # type: ignore[arg-type]
+
+
+async def test_no_effect_while_its_call_waits_on_the_store(
+        server: ScriptedModelServer, pg_url: str, effects: Path) -> None:
+    """The store hangs as the model's answer asks for a call: the call is not made until its
+    request is kept and ``agent.toolCalled`` committed; then it is made, once."""
+    parts = urlsplit(pg_url)
+    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
+        council = tool_council(tools=["tests.tools.effects_tools:restart_service"])
+        server.add(ToolCalls(("restart_service", {"name": "api"}), delay_s=0.5), DONE)
+        holding = asyncio.create_task(hold_the_store(
+            proxy, lambda: len(server.requests) == 1,
+            lambda: (_tool_events(pg_url), effects_in(effects), pg_private(pg_url, "r1"))))
+        run = await council.arun(store=_through(pg_url, proxy), run_id="r1")
+        seen = await holding
+        assert run.status == "completed", run.error
+    assert seen["ticks"] == 20 and not seen["watchdog"]
+    assert seen["looked"] == ([], [], {})  # nothing kept, nothing logged, nothing done
+    assert [e["name"] for e in effects_in(effects)] == ["api"]
+    assert _tool_events(pg_url) == ["agent.toolCalled", "agent.toolReturned"]
+    load_schemas().check_events(pg_events(pg_url, "r1"))  # type: ignore[arg-type]
