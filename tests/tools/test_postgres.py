@@ -23,8 +23,9 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
 from tests.openwop_schemas import load_schemas
+from tests.server.conftest import Served, start_server
 from tests.tcp_proxy import TcpProxy
-from tests.tools.conftest import effects_in, record_effect, tool_council
+from tests.tools.conftest import EFFECTS_ENV, KEY_ENV, effects_in, record_effect, tool_council
 from tests.tools.test_crash import DONE, environment, kill_when, kinds, start, wop, write_council
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
@@ -293,3 +294,39 @@ async def test_no_effect_while_its_call_waits_on_the_store(
     assert [e["name"] for e in effects_in(effects)] == ["api"]
     assert _tool_events(pg_url) == ["agent.toolCalled", "agent.toolReturned"]
     load_schemas().check_events(pg_events(pg_url, "r1"))  # type: ignore[arg-type]
+
+
+def test_a_hosts_run_is_approved_by_wop_approve_on_the_same_database(
+        server: ScriptedModelServer, pg_url: str, tmp_path: Path) -> None:
+    """A `wop serve` host on PostgreSQL runs the council until the call waits; `wop approve`,
+    another process on the same database, decides; the call is made once, the run ends, and
+    the host reports it."""
+    pg_council(tmp_path, approval="oncall")
+    env = environment(server, tmp_path, hang=False)
+    server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
+    served = start_server(tmp_path, tmp_path / "ops.toml", store=pg_url,  # type: ignore[arg-type]
+                          env={k: env[k] for k in ("OPENAI_BASE_URL", KEY_ENV, EFFECTS_ENV)})
+    try:
+        _approved_from_the_cli(served, pg_url, tmp_path, env)
+    finally:
+        served.stop()
+
+
+def _approved_from_the_cli(served: Served, pg_url: str, tmp_path: Path,
+                           env: dict[str, str]) -> None:
+    status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "ops"})
+    assert status == 201, created
+    run_id = created["runId"]
+    served.wait_status(run_id, "waiting-input")
+    assert effects_in(tmp_path / "effects.jsonl") == []
+    approved = wop("approve", run_id, "--as", "oncall", "--store", pg_url, cwd=tmp_path,
+                   env=env)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    snap = served.wait_status(run_id, "completed", timeout=60)
+    assert snap["status"] == "completed"
+    assert [e["name"] for e in effects_in(tmp_path / "effects.jsonl")] == ["api"]
+    events = check(pg_url, run_id, tmp_path, env)
+    assert kinds(events, "agent.toolCalled", "approval.granted") == [  # type: ignore[arg-type]
+        "approval.granted", "agent.toolCalled"]
+    assert "Traceback" not in served.logs()
+    no_secret(pg_url, served.logs())
