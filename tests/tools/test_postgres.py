@@ -21,12 +21,14 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
+pytest.importorskip("psycopg", reason="the postgres extra (wopdsl[postgres]) is not installed")
 
 from tests.openwop_schemas import load_schemas
 from tests.server.conftest import Served, start_server
 from tests.tcp_proxy import TcpProxy
 from tests.tools.conftest import EFFECTS_ENV, KEY_ENV, effects_in, record_effect, tool_council
 from tests.tools.test_crash import DONE, environment, kill_when, kinds, start, wop, write_council
+from wopdsl.store.postgres import PostgresStore
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow
@@ -52,8 +54,6 @@ def pg_council(folder: Path, **options: Any) -> Path:
 
 
 def pg_events(url: str, run_id: str) -> list[dict[str, Any]]:
-    from wopdsl.store.postgres import PostgresStore
-
     store = PostgresStore(url)
     try:
         return list(store.read(run_id))  # type: ignore[arg-type]
@@ -62,8 +62,6 @@ def pg_events(url: str, run_id: str) -> list[dict[str, Any]]:
 
 
 def pg_private(url: str, run_id: str) -> dict[str, str]:
-    from wopdsl.store.postgres import PostgresStore
-
     store = PostgresStore(url)
     try:
         return store.read_private(run_id)
@@ -264,9 +262,13 @@ async def test_the_tool_journal_does_not_hold_the_loop_while_the_store_hangs(
         server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
         holding = asyncio.create_task(hold_the_store(
             proxy, stalled.is_set, lambda: (_tool_events(pg_url), len(server.requests))))
-        run = await council.arun(store=_through(pg_url, proxy), run_id="r1")
-        seen = await holding
-        assert run.status == "completed", run.error
+        store = PostgresStore(_through(pg_url, proxy))
+        try:
+            run = await council.arun(store=store, run_id="r1")
+            seen = await holding
+            assert run.status == "completed", run.error
+        finally:
+            store.close()
     assert seen["ticks"] == 20 and not seen["watchdog"]
     assert seen["looked"] == (["agent.toolCalled"], 1)  # the result waited; so did the model
     assert [e["tool"] for e in effects_in(effects)] == ["restart_service"]
@@ -286,9 +288,13 @@ async def test_no_effect_while_its_call_waits_on_the_store(
         holding = asyncio.create_task(hold_the_store(
             proxy, lambda: len(server.requests) == 1,
             lambda: (_tool_events(pg_url), effects_in(effects), pg_private(pg_url, "r1"))))
-        run = await council.arun(store=_through(pg_url, proxy), run_id="r1")
-        seen = await holding
-        assert run.status == "completed", run.error
+        store = PostgresStore(_through(pg_url, proxy))
+        try:
+            run = await council.arun(store=store, run_id="r1")
+            seen = await holding
+            assert run.status == "completed", run.error
+        finally:
+            store.close()
     assert seen["ticks"] == 20 and not seen["watchdog"]
     assert seen["looked"] == ([], [], {})  # nothing kept, nothing logged, nothing done
     assert [e["name"] for e in effects_in(effects)] == ["api"]
