@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -26,14 +26,21 @@ pytest.importorskip("psycopg", reason="the postgres extra (wopdsl[postgres]) is 
 from tests.openwop_schemas import load_schemas
 from tests.server.conftest import Served, start_server
 from tests.tcp_proxy import TcpProxy
-from tests.tools.conftest import EFFECTS_ENV, KEY_ENV, effects_in, record_effect, tool_council
+from tests.tools.conftest import (
+    EFFECTS_ENV,
+    KEY_ENV,
+    MCP_SERVER,
+    effects_in,
+    record_effect,
+    tool_council,
+)
 from tests.tools.test_crash import DONE, environment, kill_when, kinds, start, wop, write_council
+from wopdsl import Council
 from wopdsl.store.postgres import PostgresStore
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow
 
-MCP_SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 MCP = f'''\
 [mcp.test]
 command = "python"
@@ -203,12 +210,6 @@ def test_an_approval_decided_by_a_second_process_is_picked_up(
     assert events[-1]["type"] == "run.completed"
 
 
-def _through(url: str, proxy: TcpProxy) -> str:
-    parts = urlsplit(url)
-    auth = parts.netloc.rsplit("@", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{auth}@127.0.0.1:{proxy.port}"))
-
-
 async def hold_the_store(proxy: TcpProxy, ready: Callable[[], bool],
                          look: Callable[[], Any]) -> dict[str, Any]:
     """Once ``ready()``, pass no byte to the store; let the event loop turn 20 times, then
@@ -236,6 +237,21 @@ async def hold_the_store(proxy: TcpProxy, ready: Callable[[], bool],
     return seen
 
 
+async def run_holding(council: Council, pg_url: str, proxy: TcpProxy,
+                      ready: Callable[[], bool], look: Callable[[], Any]) -> dict[str, Any]:
+    """Run ``council`` as r1 on the store through ``proxy``, held as :func:`hold_the_store`
+    says; the run completes. What the holder saw."""
+    holding = asyncio.create_task(hold_the_store(proxy, ready, look))
+    store = PostgresStore(proxy.via(pg_url))
+    try:
+        run = await council.arun(store=store, run_id="r1")
+        seen = await holding
+        assert run.status == "completed", run.error
+    finally:
+        store.close()
+    return seen
+
+
 def _tool_events(url: str) -> list[str]:
     return kinds(pg_events(url, "r1"), "agent.toolCalled",  # type: ignore[arg-type]
                  "agent.toolReturned")
@@ -246,9 +262,8 @@ async def test_the_tool_journal_does_not_hold_the_loop_while_the_store_hangs(
     """The tool cuts the line to PostgreSQL as it returns: the journal's save of its result
     and the commit of ``agent.toolReturned`` then wait on the store, in worker threads, while
     the event loop goes on; the model is not called again until they are done."""
-    parts = urlsplit(pg_url)
     stalled = threading.Event()
-    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
+    with TcpProxy.before(pg_url) as proxy:
         council = tool_council(tools=["restart_service"])
 
         @council.tool
@@ -260,15 +275,8 @@ async def test_the_tool_journal_does_not_hold_the_loop_while_the_store_hangs(
             return f"restarted {name}"
 
         server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
-        holding = asyncio.create_task(hold_the_store(
-            proxy, stalled.is_set, lambda: (_tool_events(pg_url), len(server.requests))))
-        store = PostgresStore(_through(pg_url, proxy))
-        try:
-            run = await council.arun(store=store, run_id="r1")
-            seen = await holding
-            assert run.status == "completed", run.error
-        finally:
-            store.close()
+        seen = await run_holding(council, pg_url, proxy, stalled.is_set,
+                                 lambda: (_tool_events(pg_url), len(server.requests)))
     assert seen["ticks"] == 20 and not seen["watchdog"]
     assert seen["looked"] == (["agent.toolCalled"], 1)  # the result waited; so did the model
     assert [e["tool"] for e in effects_in(effects)] == ["restart_service"]
@@ -281,20 +289,12 @@ async def test_no_effect_while_its_call_waits_on_the_store(
         server: ScriptedModelServer, pg_url: str, effects: Path) -> None:
     """The store hangs as the model's answer asks for a call: the call is not made until its
     request is kept and ``agent.toolCalled`` committed; then it is made, once."""
-    parts = urlsplit(pg_url)
-    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as proxy:
+    with TcpProxy.before(pg_url) as proxy:
         council = tool_council(tools=["tests.tools.effects_tools:restart_service"])
         server.add(ToolCalls(("restart_service", {"name": "api"}), delay_s=0.5), DONE)
-        holding = asyncio.create_task(hold_the_store(
-            proxy, lambda: len(server.requests) == 1,
-            lambda: (_tool_events(pg_url), effects_in(effects), pg_private(pg_url, "r1"))))
-        store = PostgresStore(_through(pg_url, proxy))
-        try:
-            run = await council.arun(store=store, run_id="r1")
-            seen = await holding
-            assert run.status == "completed", run.error
-        finally:
-            store.close()
+        seen = await run_holding(
+            council, pg_url, proxy, lambda: len(server.requests) == 1,
+            lambda: (_tool_events(pg_url), effects_in(effects), pg_private(pg_url, "r1")))
     assert seen["ticks"] == 20 and not seen["watchdog"]
     assert seen["looked"] == ([], [], {})  # nothing kept, nothing logged, nothing done
     assert [e["name"] for e in effects_in(effects)] == ["api"]
