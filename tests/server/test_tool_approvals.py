@@ -17,6 +17,8 @@ pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed"
 
 from tests.openwop_schemas import load_schemas
 from tests.server.conftest import ALICE, BOB
+from tests.tools.conftest import EFFECTS_ENV, KEY_ENV, effects_in
+from tests.tools.test_crash import write_council
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow
@@ -67,59 +69,20 @@ def test_a_tool_call_is_approved_and_rejected_over_http(serve: Any, tmp_path: Pa
     load_schemas().check_events(page["events"])
 
 
-TOOLS_MODULE = '''\
-import os
-
-
-def restart_service(name: str) -> str:
-    """Restart a service (one line per restart in restarts.log)."""
-    with open(os.path.join(os.path.dirname(__file__), "restarts.log"), "a") as out:
-        out.write(f"restarted {name}\\n")
-    return f"restarted {name}"
-'''
-
-GUARDED = '''\
-[council]
-id = "guarded"
-task = "Fix the outage."
-
-[models.m]
-model = "test-model"
-
-[[rooms]]
-id = "ops"
-members = ["sre", "oncall"]
-
-[[members]]
-id = "sre"
-role = "sre"
-engine = "llm"
-model = "m"
-tools = ["guarded_tools:restart_service"]
-[members.tool_policy.restart_service]
-approval = "oncall"
-
-[[members]]
-id = "oncall"
-role = "user"
-engine = "human"
-principal = "bob"
-initial_turn = false
-'''
-
-
 def test_with_tokens_only_the_approvers_principal_decides(serve: Any, tmp_path: Path) -> None:
     folder = tmp_path / "guarded"
     folder.mkdir()
-    (folder / "guarded_tools.py").write_text(TOOLS_MODULE)
-    (folder / "guarded.toml").write_text(GUARDED)
+    council = write_council(folder, approval="oncall")  # oncall approves restart_service
+    council.write_text(council.read_text().replace('engine = "human"\n',
+                                                   'engine = "human"\nprincipal = "bob"\n'))
     tokens = tmp_path / "tokens.toml"
     tokens.write_text(f'[tokens]\nalice = "{ALICE}"\nbob = "{BOB}"\n')
+    effects = folder / "effects.jsonl"
     with ScriptedModelServer() as model:
         model.add(ToolCalls(("restart_service", {"name": "api"})), Answer({"summary": "done"}))
-        served = serve(folder / "guarded.toml", args=("--tokens", str(tokens)), token=ALICE,
-                       env={"OPENAI_BASE_URL": model.url, "OPENAI_API_KEY": "sk-test"})
-        status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "guarded"})
+        served = serve(council, args=("--tokens", str(tokens)), token=ALICE, env={
+            "OPENAI_BASE_URL": model.url, KEY_ENV: "sk-test", EFFECTS_ENV: str(effects)})
+        status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "ops"})
         assert status == 201, created
         run_id = created["runId"]
         served.wait_status(run_id, "waiting-input")
@@ -128,12 +91,12 @@ def test_with_tokens_only_the_approvers_principal_decides(serve: Any, tmp_path: 
         status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/sre", accept)
         assert (status, body["error"]) == (403, "forbidden"), body
         assert "only oncall's principal may decide call call/sre/1/0" in body["message"]
-        assert not (folder / "restarts.log").exists()
+        assert effects_in(effects) == []
         status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/sre", accept,
                                          token=BOB)
         assert status == 200 and body["callId"] == "call/sre/1/0", body
         served.wait_status(run_id, "completed", "waiting-input")
-    assert (folder / "restarts.log").read_text() == "restarted api\n"
+    assert [e["name"] for e in effects_in(effects)] == ["api"]
     status, page, _ = served.request("GET", f"/v1/runs/{run_id}/events")
     granted = [e["payload"] for e in page["events"] if e["type"] == "approval.granted"]
     assert granted == [{"gateId": "approval/call/sre/1/0", "principal": "oncall"}]
