@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
@@ -377,3 +380,25 @@ async def test_a_subscriber_whose_listener_dies_catches_up_without_gap_or_duplic
     from urllib.parse import urlsplit
 
     assert str(urlsplit(pg_url).password) not in caplog.text  # ... never with the password.
+
+
+def test_a_run_given_a_url_leaves_no_open_connection_behind(pg_url: str,
+                                                             tmp_path: Path) -> None:
+    """``council.arun(store="postgresql://…")`` opens a store nobody closes: it closes itself."""
+    (tmp_path / "c.toml").write_text(
+        '[council]\nid = "c"\ntask = "t"\n[[rooms]]\nid = "r"\nmembers = ["a"]\n'
+        '[[members]]\nid = "a"\nrole = "a"\nengine = "script"\n'
+        'script = [{ summary = "done" }]\n', encoding="utf-8")
+    script = tmp_path / "council.py"
+    script.write_text(
+        "import asyncio, gc, sys, wopdsl\n"
+        "run = asyncio.run(wopdsl.load(sys.argv[2]).arun(store=sys.argv[1]))\n"
+        "print(run.status)\n"
+        "del run\n"
+        "gc.collect()\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-W", "always", str(script), pg_url,
+                           str(tmp_path / "c.toml")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "completed"
+    assert "ResourceWarning" not in done.stderr and "still open" not in done.stderr, done.stderr

@@ -10,6 +10,7 @@ import contextlib
 import gc
 import logging
 import os
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
@@ -94,6 +95,10 @@ class PostgresStore(EventStore):
             pool_log.setLevel(logging.ERROR)
         self._claims = Claims(self.target, self.schema)
         self._listener = Listener(self.target, self._channel)
+        # A store nobody closed (``council.arun(store="postgresql://…")`` opens one for its
+        # run) still closes its connections when it is collected or the process exits.
+        self._finalizer = weakref.finalize(self, _close_parts, self._listener, self._claims,
+                                           self._pool)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.target.where!r})"
@@ -291,9 +296,7 @@ class PostgresStore(EventStore):
         if self._closed:
             return
         self._closed = True
-        self._listener.stop()
-        self._claims.close()
-        self._pool.close()
+        self._finalizer()
 
     # -- internals -------------------------------------------------------------------------
 
@@ -422,3 +425,10 @@ def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
         f"run {run_id}: expected to append at sequence {expected}, but the log holds {held}",
         hint="another writer is executing this run; attach to it instead of resuming",
     )
+
+
+def _close_parts(listener: Listener, claims: Claims, pool: ConnectionPool[Any]) -> None:
+    """Close a store's connections: its listener, its claims' and its pool's."""
+    listener.stop()
+    claims.close()
+    pool.close()
