@@ -78,3 +78,25 @@ async def test_nothing_to_decide_is_a_clear_error(server: ScriptedModelServer) -
     assert run.status == "completed"
     with pytest.raises(ValidationError, match="has ended"):
         await run.approve()
+
+
+async def test_no_other_turn_is_dispatched_while_an_approval_waits(
+        server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
+    council = tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",))
+    council.room("notes", members=["scribe"])
+    council.add_member("scribe", role="scribe", engine="script",
+                       script=[{"summary": "noted"}])
+    run = await council.arun(store="memory:")
+    assert run.status == "waiting-input"
+    started = [e.get("nodeId") for e in run.events if e["type"] == "node.started"]
+    assert "scribe" not in started  # queued behind the waiting turn, not run beside it
+    assert "scribe" in run.state.queue
+    await run.approve()
+    assert await run.wait() == "completed"
+    events = run.events.to_list()
+    granted = next(e["sequence"] for e in events if e["type"] == "approval.granted")
+    scribe = next(e["sequence"] for e in events
+                  if e["type"] == "node.started" and e.get("nodeId") == "scribe")
+    assert scribe > granted
+    assert [e["tool"] for e in effects_in(effects)] == ["restart_service"]
