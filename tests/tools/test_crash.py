@@ -157,9 +157,10 @@ def test_kill_between_a_result_and_the_next_model_call(server: ScriptedModelServ
                                                                         delay_s=60))
     proc = start("run", "ops.toml", "--store", "runs.db", "--run-id", "r1", cwd=tmp_path,
                  env=env)
-    kill_when(proc, lambda: "agent.toolReturned" in kinds(log(tmp_path, "r1"),
-                                                          "agent.toolReturned"),
-              "the tool's result was recorded")
+    # Killed once the result is durable and the next model call is on its way (its answer
+    # is held back): the resume must not call the tool again.
+    kill_when(proc, lambda: len(server.requests) == 2 and "agent.toolReturned" in kinds(
+        log(tmp_path, "r1"), "agent.toolReturned"), "the tool's result was recorded")
     assert len(effects_in(tmp_path / "effects.jsonl")) == 1
     server.add(DONE)
     resumed = wop("resume", "r1", "ops.toml", "--store", "runs.db", cwd=tmp_path, env=env)

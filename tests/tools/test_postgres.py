@@ -125,7 +125,7 @@ def test_kill_between_a_result_and_the_next_model_call(server: ScriptedModelServ
     env = environment(server, tmp_path, hang=False)
     server.add(ToolCalls(("count", {"label": "once"})), Answer({"summary": "late"}, delay_s=60))
     proc = start("run", "ops.toml", "--store", pg_url, "--run-id", "r1", cwd=tmp_path, env=env)
-    kill_when(proc, lambda: "agent.toolReturned" in kinds(
+    kill_when(proc, lambda: len(server.requests) == 2 and "agent.toolReturned" in kinds(
         pg_events(pg_url, "r1"), "agent.toolReturned"),  # type: ignore[arg-type]
         "the MCP tool's result was recorded")
     assert [e["label"] for e in effects_in(tmp_path / "effects.jsonl")] == ["once"]
