@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,6 +23,7 @@ from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint,
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
+from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot
 from wopdsl.store import Answer
 
@@ -31,6 +32,8 @@ __all__ = ["Api"]
 REPLAY_HEADER = {"OpenWOP-Idempotent-Replay": "true"}
 """Marks an answer served from the Idempotency-Key cache (rest-endpoints.md)."""
 
+_MAX_TAGS: Final = 100
+_MAX_TAG_CHARS: Final = 256
 _CREATE_KEYS = {"workflowId", "inputs", "metadata", "tags", "tenantId", "scopeId",
                 "callbackUrl", "configurable"}
 
@@ -123,7 +126,7 @@ class Api:
         if key is None:
             status, answer = await act()
         else:
-            check_key(key)
+            check_key(key, v2=major_of(request.scope) == 2)
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
             meaning = {"workflowId": workflow_id, "task": task, "metadata": metadata}
@@ -229,6 +232,7 @@ class Api:
         if key is None:
             status, answer = await act()
         else:
+            check_key(key, v2=major_of(request.scope) == 2)
             print_ = fingerprint(f"/v1/runs/{run_id}/interrupts/{node_id}", principal, body)
             status, answer, replay = await self.idempotency.run(principal, key, print_, act)
             if replay:
@@ -322,21 +326,38 @@ def _create_options(body: dict[str, Any], fixture: bool = False
 
         task = fixture_task(str(body["workflowId"]), inputs) or task
     metadata: dict[str, Any] = {}
+    options: dict[str, Any] = {}  # As the caller sent them: the v2 snapshot shows them.
     if body.get("metadata") is not None:
         if not isinstance(body["metadata"], dict):
             raise ApiError(400, "validation_error", "metadata must be an object",
                            {"field": "metadata"})
         metadata.update(body["metadata"])
+        options["metadata"] = body["metadata"]
     tags = body.get("tags")
     if tags is not None:
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise ApiError(400, "validation_error", "tags must be a list of strings",
-                           {"field": "tags"})
-        metadata["tags"] = tags
+        metadata["tags"] = options["tags"] = _tags(tags)
+    if options:
+        metadata["runOptions"] = options
     for field in ("tenantId", "scopeId"):
         if body.get(field) is not None:
             metadata[field] = want_str(body, field, max_len=256)
     return task, metadata or None
+
+
+def _tags(tags: Any) -> list[str]:
+    """``tags`` of a create body: opaque strings, at most 100 of 1-256 characters (v2 runs.md)."""
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ApiError(400, "validation_error", "tags must be a list of strings",
+                       {"field": "tags"})
+    if len(tags) > _MAX_TAGS:
+        raise ApiError(400, "validation_error", f"at most {_MAX_TAGS} tags, got {len(tags)}",
+                       {"field": "tags", "maxItems": _MAX_TAGS})
+    for i, tag in enumerate(tags):
+        if not 1 <= len(tag) <= _MAX_TAG_CHARS:
+            raise ApiError(400, "validation_error",
+                           f"tags[{i}] must be 1-{_MAX_TAG_CHARS} characters, got {len(tag)}",
+                           {"field": f"tags[{i}]", "maxLength": _MAX_TAG_CHARS})
+    return tags
 
 
 def _workflow(council: Any, *, full: bool) -> dict[str, Any]:

@@ -44,7 +44,8 @@ def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
     return f"/runs/{project(bind(tenant, run_id))}{suffix}"
 
 
-def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str) -> dict[str, Any]:
+def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
     """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version.
 
     Args:
@@ -52,9 +53,21 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str) -> dict[str, 
         tenant: The caller's tenant (the run id is bound to it).
         owner: The principal who started the run (``run.started`` ``metadata.principal``;
             the caller's tenant for a run started without one). Its tenant is itself.
+        options: The run options the run was created with (``run.started``
+            ``metadata.request.runOptions``): ``tags`` and ``metadata`` surface unchanged (v2
+            runs.md §Run options); the council digest moves to ``x-wopdsl-councilDigest``.
     """
     subject = {"issuer": "wopdsl", "subjectId": owner, "tenant": owner,
                "lane": "interactive", "kind": "user"}
-    return {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
-            "owner": {"tenant": owner, "subject": subject},
-            "eventLogSchemaVersion": int(snapshot.get("eventLogSchemaVersion", 1))}
+    doc = {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
+           "owner": {"tenant": owner, "subject": subject},
+           "eventLogSchemaVersion": int(snapshot.get("eventLogSchemaVersion", 1))}
+    digest = doc.pop("metadata", {}).get("councilDigest")
+    if digest:
+        doc["x-wopdsl-councilDigest"] = digest
+    options = options or {}
+    if "metadata" in options:
+        doc["metadata"] = options["metadata"]
+    if "tags" in options:
+        doc["tags"] = options["tags"]
+    return doc
