@@ -69,3 +69,26 @@ def test_v2_run_options_are_bounded_and_surface_unchanged(serve: Any,
         if field is not None:
             assert answer["details"]["field"] == field
     assert _runs(served) == before
+
+
+def test_v2_configurable_is_closed_and_versioned(serve: Any, tokens_file: Any) -> None:
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    status, _, _ = served.request("POST", "/runs",
+                                  {"workflowId": "desk", "configurable": {"version": 1}},
+                                  headers=V2)
+    assert status == 201  # The control: a versioned, empty configurable.
+    before = _runs(served)
+    for configurable, field in (({"version": 1, "ai": {"ai.provider": "x"}}, "configurable.ai"),
+                                ({"version": 1, "unknownKey": 1}, "configurable.unknownKey"),
+                                ({"ai": {"provider": "x"}}, "configurable.version"),
+                                ({"version": 2}, "configurable.version")):
+        status, body, _ = served.request("POST", "/runs",
+                                         {"workflowId": "desk", "configurable": configurable},
+                                         headers=V2)
+        assert (status, body["error"], body["details"]["field"]) == (
+            400, "validation_error", field), configurable
+    assert _runs(served) == before
+    # v1 keeps its rule: a non-empty configurable is not supported.
+    status, body, _ = served.request("POST", "/v1/runs",
+                                     {"workflowId": "desk", "configurable": {"version": 1}})
+    assert (status, body["details"]["field"]) == (400, "configurable")

@@ -111,7 +111,8 @@ class Api:
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
-        task, metadata = _create_options(body, workflow_id in self.host.fixtures)
+        task, metadata = _create_options(body, workflow_id in self.host.fixtures,
+                                         v2=major_of(request.scope) == 2)
         key = request.headers.get("idempotency-key")
         principal = _principal(request)
 
@@ -306,9 +307,11 @@ def _council_spec(run: Any, state: CouncilState) -> Any:
     return CouncilSpec.model_validate(state.council)
 
 
-def _create_options(body: dict[str, Any], fixture: bool = False
+def _create_options(body: dict[str, Any], fixture: bool = False, *, v2: bool = False
                     ) -> tuple[str | None, dict[str, Any] | None]:
-    for unsupported in ("callbackUrl", "configurable"):
+    if v2 and body.get("configurable") is not None:
+        _configurable_v2(body["configurable"])
+    for unsupported in ("callbackUrl", *(() if v2 else ("configurable",))):
         if body.get(unsupported):
             raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
                            "host", {"field": unsupported})
@@ -342,6 +345,21 @@ def _create_options(body: dict[str, Any], fixture: bool = False
         if body.get(field) is not None:
             metadata[field] = want_str(body, field, max_len=256)
     return task, metadata or None
+
+
+def _configurable_v2(configurable: Any) -> None:
+    """A v2 ``configurable`` (closed and versioned, RFC 0171 §D.1): ``{version: 1}`` only.
+
+    A council is configured by its file, so this host serves no section of it: an unknown
+    or dotted key and a section it does not serve are ``400 validation_error``.
+    """
+    if not isinstance(configurable, dict) or configurable.get("version") != 1:
+        raise ApiError(400, "validation_error", "configurable must be an object with "
+                       "version: 1", {"field": "configurable.version"})
+    for key in sorted(set(configurable) - {"version"}):
+        raise ApiError(400, "validation_error",
+                       f"configurable.{key} is not served by this host (a council is "
+                       "configured by its file)", {"field": f"configurable.{key}"})
 
 
 def _tags(tags: Any) -> list[str]:
