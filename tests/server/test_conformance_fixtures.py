@@ -78,6 +78,20 @@ def test_cancellable_is_cancelled_mid_run(serve: Any) -> None:
     assert (status, body["status"]) == (200, "cancelled")  # Idempotent on a cancelled run.
 
 
+def test_cancelling_a_completed_run_is_idempotent_on_v1_and_run_terminal_on_v2(
+        serve: Any) -> None:
+    served = _conformance(serve)  # The suite's interruptRace (v1) and v2-run-cancel.
+    run_id = _create(served, "conformance-noop")
+    served.wait_status(run_id, "completed", timeout=10)
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}/cancel", {})
+    assert (status, body) == (200, {"runId": run_id, "status": "completed"})
+    status, body, _ = served.request("POST", f"/runs/{run_id}/cancel", {},
+                                     headers={"OpenWOP-Version": "2.0"})
+    assert (status, body["error"], body["details"]["status"]) == (409, "run_terminal",
+                                                                  "completed")
+    assert served.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "completed"
+
+
 def test_idempotent_takes_a_nonce_and_refuses_other_inputs(serve: Any) -> None:
     served = _conformance(serve)
     key = {"Idempotency-Key": "fixture-1"}

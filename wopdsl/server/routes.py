@@ -248,10 +248,10 @@ class Api:
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
         run, state = await self.run_for(request, "cancel")
         status = state.status
-        if status in ("completed", "failed"):
+        if status in ("completed", "failed") and major_of(request.scope) == 2:
             raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
                            {"runId": run.run_id, "status": status})
-        if status != "cancelled":
+        if status not in TERMINAL_STATUSES:  # v1: idempotent, 200 with the terminal status.
             await self.host.cancel(run, reason)
         return JSONResponse({"runId": run.run_id, "status": await run.astatus()})
 
