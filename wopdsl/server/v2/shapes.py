@@ -4,7 +4,9 @@ v2 keeps the v1 event envelope (``RunEventDoc``: ``eventId, runId, type, payload
 timestamp, sequence, schemaVersion`` plus ``nodeId``/``causationId``), with the run id
 tenant-bound and each payload in its v2 def (:func:`wopdsl.protocol.v2_events.event_v2`).
 The discovery root is closed: version metadata plus one record per capability family
-(``{status, since, witness, …facets}``; presence of the record is the claim, RFC 0169 §A.2).
+(``{status, since, witness, until?, …facets}``; presence of the record is the claim, RFC 0169
+§A.2). A record's ``status`` is never above the corpus's maturity row (RFC 0197 §C.7):
+``limits`` is stable, the conversation families are ``experimental`` with ``until: "3.0"``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from wopdsl.server.v2.negotiate import PROTOCOL_VERSIONS
 
 __all__ = ["discovery_v2", "event_v2", "run_url", "snapshot_v2"]
 
-_FAMILY: Final = {"status": "stable", "since": "2.0", "witness": "witnessable-gated"}
-_FAMILIES: Final = ("limits", "conversationPrimitive", "multiPartyConversation",
-                    "conversationTurnModelProvenance")
+_EXPERIMENTAL: Final = {"status": "experimental", "since": "2.0", "until": "3.0"}
+_FAMILIES: Final = {  # RFC 0197 §C.7: never above the corpus row (spec/v2/declaration.json).
+    "limits": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
+    "conversationPrimitive": {**_EXPERIMENTAL, "witness": "claims-check"},
+    "multiPartyConversation": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
+    "conversationTurnModelProvenance": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
+}
 _METADATA: Final = ("implementation", "fixtures")
 
 
@@ -30,12 +36,12 @@ def discovery_v2(v1: dict[str, Any]) -> dict[str, Any]:
                            "supportedEnvelopes": list(v1["supportedEnvelopes"]),
                            "schemaVersions": dict(v1["schemaVersions"])}
     doc |= {key: v1[key] for key in _METADATA if key in v1}
-    for family in _FAMILIES:
+    for family, record in _FAMILIES.items():
         value = v1.get(family)
         if value is True:
-            doc[family] = dict(_FAMILY)
+            doc[family] = dict(record)
         elif isinstance(value, dict) and value.get("supported", True):
-            doc[family] = {**_FAMILY, **{k: v for k, v in value.items() if k != "supported"}}
+            doc[family] = {**record, **{k: v for k, v in value.items() if k != "supported"}}
     return doc
 
 
