@@ -92,6 +92,21 @@ def test_cancelling_a_completed_run_is_idempotent_on_v1_and_run_terminal_on_v2(
     assert served.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "completed"
 
 
+def test_a_workflow_reads_as_its_definition_with_id_and_nodes(serve: Any) -> None:
+    served = _conformance(serve)  # The suite's route-coverage (getWorkflow).
+    status, doc, _ = served.request("GET", "/v1/workflows/conformance-conversation-lifecycle")
+    assert status == 200 and doc["id"] == doc["workflowId"] == "conformance-conversation-lifecycle"
+    assert doc["nodes"][0] == {"id": "room:convo", "typeId": "core.conversationGate"}
+    assert {n["typeId"] for n in doc["nodes"][1:]} == {"council.member"}
+    run_id = _create(served, "conformance-conversation-lifecycle")
+    served.wait_status(run_id, "completed", timeout=10)
+    started = {e["nodeId"] for e in served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
+               if e["type"] == "node.started"}
+    assert started <= {n["id"] for n in doc["nodes"]}  # The nodes the run's events name.
+    status, body, _ = served.request("GET", "/v1/workflows/openwop-conformance-missing")
+    assert status == 404 and set(body) == {"error", "message", "details"}
+
+
 def test_idempotent_takes_a_nonce_and_refuses_other_inputs(serve: Any) -> None:
     served = _conformance(serve)
     key = {"Idempotency-Key": "fixture-1"}

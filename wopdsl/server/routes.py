@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Final
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
+from wopdsl.protocol.payloads import MEMBER_TYPE_ID, ROOM_TYPE_ID
 from wopdsl.server import sse
 from wopdsl.server.access import Access, Action
 from wopdsl.server.approvals import approval_at
@@ -22,6 +23,7 @@ from wopdsl.server.host import TERMINAL_STATUSES, Host
 from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
+from wopdsl.server.run_options import create_options
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot
@@ -32,8 +34,6 @@ __all__ = ["Api"]
 REPLAY_HEADER = {"OpenWOP-Idempotent-Replay": "true"}
 """Marks an answer served from the Idempotency-Key cache (rest-endpoints.md)."""
 
-_MAX_TAGS: Final = 100
-_MAX_TAG_CHARS: Final = 256
 _CREATE_KEYS = {"workflowId", "inputs", "metadata", "tags", "tenantId", "scopeId",
                 "callbackUrl", "configurable"}
 
@@ -111,7 +111,7 @@ class Api:
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
-        task, metadata = _create_options(body, workflow_id in self.host.fixtures,
+        task, metadata = create_options(body, workflow_id in self.host.fixtures,
                                          v2=major_of(request.scope) == 2)
         key = request.headers.get("idempotency-key")
         principal = _principal(request)
@@ -307,77 +307,6 @@ def _council_spec(run: Any, state: CouncilState) -> Any:
     return CouncilSpec.model_validate(state.council)
 
 
-def _create_options(body: dict[str, Any], fixture: bool = False, *, v2: bool = False
-                    ) -> tuple[str | None, dict[str, Any] | None]:
-    if v2 and body.get("configurable") is not None:
-        _configurable_v2(body["configurable"])
-    for unsupported in ("callbackUrl", *(() if v2 else ("configurable",))):
-        if body.get(unsupported):
-            raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
-                           "host", {"field": unsupported})
-    inputs = body.get("inputs") or {}
-    if not isinstance(inputs, dict):
-        raise ApiError(400, "validation_error", "inputs must be an object", {"field": "inputs"})
-    unknown = sorted(set(inputs) - {"task"})
-    if unknown and not fixture:
-        raise ApiError(400, "validation_error",
-                       f"unknown input(s): {', '.join(unknown)}; a council takes only 'task'",
-                       {"field": "inputs", "fields": unknown})
-    task = want_str(inputs, "task", optional=True, max_len=100_000) if inputs else None
-    if fixture:  # A conformance fixture's inputs become its task (docs/openwop.md).
-        from wopdsl.server.conformance import fixture_task
-
-        task = fixture_task(str(body["workflowId"]), inputs) or task
-    metadata: dict[str, Any] = {}
-    options: dict[str, Any] = {}  # As the caller sent them: the v2 snapshot shows them.
-    if body.get("metadata") is not None:
-        if not isinstance(body["metadata"], dict):
-            raise ApiError(400, "validation_error", "metadata must be an object",
-                           {"field": "metadata"})
-        metadata.update(body["metadata"])
-        options["metadata"] = body["metadata"]
-    tags = body.get("tags")
-    if tags is not None:
-        metadata["tags"] = options["tags"] = _tags(tags)
-    if options:
-        metadata["runOptions"] = options
-    for field in ("tenantId", "scopeId"):
-        if body.get(field) is not None:
-            metadata[field] = want_str(body, field, max_len=256)
-    return task, metadata or None
-
-
-def _configurable_v2(configurable: Any) -> None:
-    """A v2 ``configurable`` (closed and versioned, RFC 0171 §D.1): ``{version: 1}`` only.
-
-    A council is configured by its file, so this host serves no section of it: an unknown
-    or dotted key and a section it does not serve are ``400 validation_error``.
-    """
-    if not isinstance(configurable, dict) or configurable.get("version") != 1:
-        raise ApiError(400, "validation_error", "configurable must be an object with "
-                       "version: 1", {"field": "configurable.version"})
-    for key in sorted(set(configurable) - {"version"}):
-        raise ApiError(400, "validation_error",
-                       f"configurable.{key} is not served by this host (a council is "
-                       "configured by its file)", {"field": f"configurable.{key}"})
-
-
-def _tags(tags: Any) -> list[str]:
-    """``tags`` of a create body: opaque strings, at most 100 of 1-256 characters (v2 runs.md)."""
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise ApiError(400, "validation_error", "tags must be a list of strings",
-                       {"field": "tags"})
-    if len(tags) > _MAX_TAGS:
-        raise ApiError(400, "validation_error", f"at most {_MAX_TAGS} tags, got {len(tags)}",
-                       {"field": "tags", "maxItems": _MAX_TAGS})
-    for i, tag in enumerate(tags):
-        if not 1 <= len(tag) <= _MAX_TAG_CHARS:
-            raise ApiError(400, "validation_error",
-                           f"tags[{i}] must be 1-{_MAX_TAG_CHARS} characters, got {len(tag)}",
-                           {"field": f"tags[{i}]", "maxLength": _MAX_TAG_CHARS})
-    return tags
-
-
 def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
     spec = council.spec
     doc: dict[str, Any] = {
@@ -388,7 +317,10 @@ def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
                      **({"principal": m.principal} if m.principal else {})}
                     for m in spec.members],
     }
-    if full:
+    if full:  # Also the WorkflowDefinition's own keys: `id` and its `nodes` (route-coverage).
+        doc["id"] = spec.id
+        doc["nodes"] = [*({"id": f"room:{r.id}", "typeId": ROOM_TYPE_ID} for r in spec.rooms),
+                        *({"id": m.id, "typeId": MEMBER_TYPE_ID} for m in spec.members)]
         doc["definition"] = spec.to_data()
         doc["digest"] = spec.digest()
     return doc
