@@ -92,3 +92,17 @@ def test_v2_configurable_is_closed_and_versioned(serve: Any, tokens_file: Any) -
     status, body, _ = served.request("POST", "/v1/runs",
                                      {"workflowId": "desk", "configurable": {"version": 1}})
     assert (status, body["details"]["field"]) == (400, "configurable")
+
+
+def test_every_run_is_stamped_with_its_event_log_era(serve: Any, tokens_file: Any) -> None:
+    """v1 version-negotiation.md §Stamping (2, not legacy); v2's era key agrees with discovery."""
+    served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
+    run_id = served.request("POST", "/v1/runs", {"workflowId": "desk"})[1]["runId"]
+    assert served.request("GET", f"/v1/runs/{run_id}")[1]["eventLogSchemaVersion"] == 2
+    era = served.request("GET", "/.well-known/openwop", token=None,
+                         headers=V2)[1]["eventLogSchemaVersion"]
+    created = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
+    snap = served.request("GET", created["statusUrl"], headers=V2)[1]
+    assert snap["eventLogSchemaVersion"] == era == 2  # The v1 era: no run is written in v2's 3.
+    v1_doc = served.request("GET", "/.well-known/openwop", token=None)[1]
+    assert "eventLogSchemaVersion" not in v1_doc

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from wopdsl.protocol.v2_events import bind, event_v2, project
 from wopdsl.server.v2.negotiate import PROTOCOL_VERSIONS
+from wopdsl.state.snapshot import EVENT_LOG_SCHEMA_VERSION
 
 __all__ = ["discovery_v2", "event_v2", "run_url", "snapshot_v2"]
 
@@ -36,6 +37,7 @@ def discovery_v2(v1: dict[str, Any]) -> dict[str, Any]:
                            "supportedEnvelopes": list(v1["supportedEnvelopes"]),
                            "schemaVersions": dict(v1["schemaVersions"])}
     doc |= {key: v1[key] for key in _METADATA if key in v1}
+    doc["eventLogSchemaVersion"] = EVENT_LOG_SCHEMA_VERSION  # The era new runs are written in.
     for family, record in _FAMILIES.items():
         value = v1.get(family)
         if value is True:
@@ -67,7 +69,7 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
                "lane": "interactive", "kind": "user"}
     doc = {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
            "owner": {"tenant": owner, "subject": subject},
-           "eventLogSchemaVersion": int(snapshot.get("eventLogSchemaVersion", 1))}
+           "eventLogSchemaVersion": int(snapshot["eventLogSchemaVersion"])}
     digest = doc.pop("metadata", {}).get("councilDigest")
     if digest:
         doc["x-wopdsl-councilDigest"] = digest
