@@ -69,6 +69,15 @@ def test_v2_run_options_are_bounded_and_surface_unchanged(serve: Any,
         if field is not None:
             assert answer["details"]["field"] == field
     assert _runs(served) == before
+    # The keys the host adds beside the caller's metadata stay out of it; a clash is refused.
+    created = served.request("POST", "/runs", {"workflowId": "desk", "metadata": {"a": 1},
+                                               "tenantId": "t1"}, headers=V2)[1]
+    assert served.request("GET", created["statusUrl"], headers=V2)[1]["metadata"] == {"a": 1}
+    for clash in ({"metadata": {"tenantId": "x"}, "tenantId": "t1"},
+                  {"metadata": {"runOptions": 1}}):
+        status, answer, _ = served.request("POST", "/runs", {"workflowId": "desk", **clash},
+                                           headers=V2)
+        assert (status, answer["error"]) == (400, "validation_error"), clash
 
 
 def test_v2_configurable_is_closed_and_versioned(serve: Any, tokens_file: Any) -> None:

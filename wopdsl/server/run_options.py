@@ -40,22 +40,27 @@ def create_options(body: dict[str, Any], fixture: bool = False, *, v2: bool = Fa
         from wopdsl.server.conformance import fixture_task
 
         task = fixture_task(str(body["workflowId"]), inputs) or task
-    metadata: dict[str, Any] = {}
-    options: dict[str, Any] = {}  # As the caller sent them: the v2 snapshot shows them.
+    metadata: dict[str, Any] = {}  # The run's `request` metadata: the caller's, verbatim,
+    options: dict[str, Any] = {}   # and what the host adds beside it, named in `runOptions`.
     if body.get("metadata") is not None:
         if not isinstance(body["metadata"], dict):
             raise ApiError(400, "validation_error", "metadata must be an object",
                            {"field": "metadata"})
         metadata.update(body["metadata"])
-        options["metadata"] = body["metadata"]
-    tags = body.get("tags")
-    if tags is not None:
-        metadata["tags"] = options["tags"] = _tags(tags)
+    if body.get("tags") is not None:
+        options["tags"] = _tags(body["tags"])
+    added = [field for field in ("tenantId", "scopeId") if body.get(field) is not None]
+    for field in added:
+        metadata[field] = want_str(body, field, max_len=256)
+    if added:
+        options["added"] = added
+    for key in ("runOptions", *added):
+        if key in (body.get("metadata") or {}):
+            raise ApiError(400, "validation_error",
+                           f"metadata.{key} collides with the host's {key!r} of this run",
+                           {"field": f"metadata.{key}", "hint": f"rename metadata.{key}"})
     if options:
         metadata["runOptions"] = options
-    for field in ("tenantId", "scopeId"):
-        if body.get(field) is not None:
-            metadata[field] = want_str(body, field, max_len=256)
     return task, metadata or None
 
 

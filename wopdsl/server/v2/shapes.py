@@ -53,7 +53,7 @@ def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
 
 
 def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
-                options: dict[str, Any] | None = None) -> dict[str, Any]:
+                request: dict[str, Any] | None = None) -> dict[str, Any]:
     """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version.
 
     Args:
@@ -61,9 +61,10 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
         tenant: The caller's tenant (the run id is bound to it).
         owner: The principal who started the run (``run.started`` ``metadata.principal``;
             the caller's tenant for a run started without one). Its tenant is itself.
-        options: The run options the run was created with (``run.started``
-            ``metadata.request.runOptions``): ``tags`` and ``metadata`` surface unchanged (v2
-            runs.md §Run options); the council digest moves to ``x-wopdsl-councilDigest``.
+        request: The run's ``run.started`` ``metadata.request``: the caller's ``metadata``
+            and, under ``runOptions``, its ``tags`` and the keys the host added
+            (``tenantId``/``scopeId``); ``tags`` and ``metadata`` surface unchanged (v2
+            runs.md §Run options). The council digest moves to ``x-wopdsl-councilDigest``.
     """
     subject = {"issuer": "wopdsl", "subjectId": owner, "tenant": owner,
                "lane": "interactive", "kind": "user"}
@@ -73,9 +74,12 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
     digest = doc.pop("metadata", {}).get("councilDigest")
     if digest:
         doc["x-wopdsl-councilDigest"] = digest
-    options = options or {}
-    if "metadata" in options:
-        doc["metadata"] = options["metadata"]
-    if "tags" in options:
-        doc["tags"] = options["tags"]
+    if request is not None:  # The caller's metadata, without what the host added to it.
+        options = request.get("runOptions", {})
+        hidden = {"runOptions", *options.get("added", ())}
+        caller = {k: v for k, v in request.items() if k not in hidden}
+        if caller or not options:
+            doc["metadata"] = caller
+        if "tags" in options:
+            doc["tags"] = options["tags"]
     return doc
