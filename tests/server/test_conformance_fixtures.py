@@ -78,6 +78,35 @@ def test_cancellable_is_cancelled_mid_run(serve: Any) -> None:
     assert (status, body["status"]) == (200, "cancelled")  # Idempotent on a cancelled run.
 
 
+def test_cancelling_a_completed_run_is_idempotent_on_v1_and_run_terminal_on_v2(
+        serve: Any) -> None:
+    served = _conformance(serve)  # The suite's interruptRace (v1) and v2-run-cancel.
+    run_id = _create(served, "conformance-noop")
+    served.wait_status(run_id, "completed", timeout=10)
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}/cancel", {})
+    assert (status, body) == (200, {"runId": run_id, "status": "completed"})
+    status, body, _ = served.request("POST", f"/runs/{run_id}/cancel", {},
+                                     headers={"OpenWOP-Version": "2.0"})
+    assert (status, body["error"], body["details"]["status"]) == (409, "run_terminal",
+                                                                  "completed")
+    assert served.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "completed"
+
+
+def test_a_workflow_reads_as_its_definition_with_id_and_nodes(serve: Any) -> None:
+    served = _conformance(serve)  # The suite's route-coverage (getWorkflow).
+    status, doc, _ = served.request("GET", "/v1/workflows/conformance-conversation-lifecycle")
+    assert status == 200 and doc["id"] == doc["workflowId"] == "conformance-conversation-lifecycle"
+    assert doc["nodes"][0] == {"id": "room:convo", "typeId": "core.conversationGate"}
+    assert {n["typeId"] for n in doc["nodes"][1:]} == {"council.member"}
+    run_id = _create(served, "conformance-conversation-lifecycle")
+    served.wait_status(run_id, "completed", timeout=10)
+    started = {e["nodeId"] for e in served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
+               if e["type"] == "node.started"}
+    assert started <= {n["id"] for n in doc["nodes"]}  # The nodes the run's events name.
+    status, body, _ = served.request("GET", "/v1/workflows/openwop-conformance-missing")
+    assert status == 404 and set(body) == {"error", "message", "details"}
+
+
 def test_idempotent_takes_a_nonce_and_refuses_other_inputs(serve: Any) -> None:
     served = _conformance(serve)
     key = {"Idempotency-Key": "fixture-1"}
@@ -179,7 +208,9 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
     served_families = {"limits", "conversationPrimitive", "multiPartyConversation"}
     metadata = {"protocolVersion", "protocolVersions", "preferredVersion", "fixtures",
                 "implementation", "schemaVersions", "supportedEnvelopes"}
-    assert set(v1) == set(v2) == served_families | metadata
+    assert set(v1) == served_families | metadata
+    assert set(v2) == set(v1) | {"eventLogSchemaVersion"}
+    assert v2["eventLogSchemaVersion"] == 2  # v2 metadata: the era new runs are written in.
     assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2)
     # Negative: what is advertised is served (the gate of the scenarios that ran).
     assert v1["conversationPrimitive"] is True and v2["multiPartyConversation"]["status"]

@@ -22,7 +22,12 @@ def test_the_header_selects_the_contract(serve: Any) -> None:
     status2, v2, h2 = served.request("GET", "/.well-known/openwop", token=None, headers=V2)
     assert (status, status2) == (200, 200)
     assert v1["protocolVersions"] == v2["protocolVersions"] == ["1.0", "2.0"]
-    assert v1 != v2 and v2["multiPartyConversation"]["status"] == "stable"
+    assert v1 != v2 and v2["limits"]["status"] == "stable"
+    # RFC 0197 §C.7: never above the corpus row; experimental carries `until` (RFC 0169 §A.3).
+    for family in ("conversationPrimitive", "multiPartyConversation"):
+        assert (v2[family]["status"], v2[family]["until"]) == ("experimental", "3.0")
+    assert v2["conversationPrimitive"]["witness"] == "claims-check"
+    assert "until" not in v2["limits"]
     assert "supported" not in v2["multiPartyConversation"]  # v2: the record is the claim.
     assert {"capabilities", "profiles"}.isdisjoint(v2)
     assert _lower(h1)["openwop-version"] == "1.0" and _lower(h2)["openwop-version"] == "2.0"

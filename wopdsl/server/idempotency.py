@@ -35,6 +35,8 @@ from wopdsl.store import Answer
 __all__ = ["Idempotency", "Keep", "check_key", "fingerprint", "run_id_for_key"]
 
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
+_KEY_V2 = re.compile(r"[A-Za-z0-9._~-]{22,128}")
+"""The v2 grammar (v2 ``idempotency.md`` §Layer 1: 128 bits of entropy, base64url or UUID)."""
 _PURGE_EVERY = 60.0
 """Seconds between sweeps of expired answers."""
 
@@ -52,12 +54,17 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
-def check_key(key: str) -> str:
-    """Return ``key`` if it is 1-255 visible ASCII characters.
+def check_key(key: str, *, v2: bool = False) -> str:
+    """Return ``key`` if it is 1-255 visible ASCII characters (v2: ``[A-Za-z0-9._~-]{22,128}``).
 
     Raises:
-        ApiError: 400 otherwise.
+        ApiError: 400 ``validation_error`` otherwise (v2: ``idempotency_key_invalid``).
     """
+    if v2 and not _KEY_V2.fullmatch(key):
+        raise ApiError(400, "idempotency_key_invalid",
+                       "Idempotency-Key must be 22-128 characters of A-Z a-z 0-9 . _ ~ -",
+                       {"field": "Idempotency-Key", "pattern": _KEY_V2.pattern,
+                        "hint": "send 16 random bytes in base64url, or a UUID"})
     if not _KEY.fullmatch(key):
         raise ApiError(400, "validation_error",
                        "Idempotency-Key must be 1-255 visible ASCII characters",

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from wopdsl import CouncilSpec, Run, WopError, __version__, fork
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
+from wopdsl.protocol.payloads import MEMBER_TYPE_ID, ROOM_TYPE_ID
 from wopdsl.server import sse
 from wopdsl.server.access import Access, Action
 from wopdsl.server.approvals import approval_at
@@ -22,7 +23,9 @@ from wopdsl.server.host import TERMINAL_STATUSES, Host
 from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
+from wopdsl.server.run_options import create_options
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
+from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot
 from wopdsl.store import Answer
 
@@ -108,7 +111,8 @@ class Api:
         body = read_object(raw, allowed=_CREATE_KEYS, required={"workflowId"})
         workflow_id = want_str(body, "workflowId", max_len=64)
         assert workflow_id is not None
-        task, metadata = _create_options(body, workflow_id in self.host.fixtures)
+        task, metadata = create_options(body, workflow_id in self.host.fixtures,
+                                         v2=major_of(request.scope) == 2)
         key = request.headers.get("idempotency-key")
         principal = _principal(request)
 
@@ -123,7 +127,7 @@ class Api:
         if key is None:
             status, answer = await act()
         else:
-            check_key(key)
+            check_key(key, v2=major_of(request.scope) == 2)
             self.host.council(workflow_id)  # 404 before a run id is derived from the key.
             run_id = run_id_for_key(workflow_id, principal, key)
             meaning = {"workflowId": workflow_id, "task": task, "metadata": metadata}
@@ -229,6 +233,7 @@ class Api:
         if key is None:
             status, answer = await act()
         else:
+            check_key(key, v2=major_of(request.scope) == 2)
             print_ = fingerprint(f"/v1/runs/{run_id}/interrupts/{node_id}", principal, body)
             status, answer, replay = await self.idempotency.run(principal, key, print_, act)
             if replay:
@@ -243,10 +248,10 @@ class Api:
         reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
         run, state = await self.run_for(request, "cancel")
         status = state.status
-        if status in ("completed", "failed"):
+        if status in ("completed", "failed") and major_of(request.scope) == 2:
             raise ApiError(409, "run_terminal", f"run {run.run_id} has already {status}",
                            {"runId": run.run_id, "status": status})
-        if status != "cancelled":
+        if status not in TERMINAL_STATUSES:  # v1: idempotent, 200 with the terminal status.
             await self.host.cancel(run, reason)
         return JSONResponse({"runId": run.run_id, "status": await run.astatus()})
 
@@ -302,43 +307,6 @@ def _council_spec(run: Any, state: CouncilState) -> Any:
     return CouncilSpec.model_validate(state.council)
 
 
-def _create_options(body: dict[str, Any], fixture: bool = False
-                    ) -> tuple[str | None, dict[str, Any] | None]:
-    for unsupported in ("callbackUrl", "configurable"):
-        if body.get(unsupported):
-            raise ApiError(400, "validation_error", f"{unsupported} is not supported by this "
-                           "host", {"field": unsupported})
-    inputs = body.get("inputs") or {}
-    if not isinstance(inputs, dict):
-        raise ApiError(400, "validation_error", "inputs must be an object", {"field": "inputs"})
-    unknown = sorted(set(inputs) - {"task"})
-    if unknown and not fixture:
-        raise ApiError(400, "validation_error",
-                       f"unknown input(s): {', '.join(unknown)}; a council takes only 'task'",
-                       {"field": "inputs", "fields": unknown})
-    task = want_str(inputs, "task", optional=True, max_len=100_000) if inputs else None
-    if fixture:  # A conformance fixture's inputs become its task (docs/openwop.md).
-        from wopdsl.server.conformance import fixture_task
-
-        task = fixture_task(str(body["workflowId"]), inputs) or task
-    metadata: dict[str, Any] = {}
-    if body.get("metadata") is not None:
-        if not isinstance(body["metadata"], dict):
-            raise ApiError(400, "validation_error", "metadata must be an object",
-                           {"field": "metadata"})
-        metadata.update(body["metadata"])
-    tags = body.get("tags")
-    if tags is not None:
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise ApiError(400, "validation_error", "tags must be a list of strings",
-                           {"field": "tags"})
-        metadata["tags"] = tags
-    for field in ("tenantId", "scopeId"):
-        if body.get(field) is not None:
-            metadata[field] = want_str(body, field, max_len=256)
-    return task, metadata or None
-
-
 def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
     spec = council.spec
     doc: dict[str, Any] = {
@@ -349,7 +317,10 @@ def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
                      **({"principal": m.principal} if m.principal else {})}
                     for m in spec.members],
     }
-    if full:
+    if full:  # Also the WorkflowDefinition's own keys: `id` and its `nodes` (route-coverage).
+        doc["id"] = spec.id
+        doc["nodes"] = [*({"id": f"room:{r.id}", "typeId": ROOM_TYPE_ID} for r in spec.rooms),
+                        *({"id": m.id, "typeId": MEMBER_TYPE_ID} for m in spec.members)]
         doc["definition"] = spec.to_data()
         doc["digest"] = spec.digest()
     return doc

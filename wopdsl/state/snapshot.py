@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from wopdsl.state.fold import CouncilState
+
+EVENT_LOG_SCHEMA_VERSION: Final = 2
+"""The run's event-log era (v1 ``version-negotiation.md`` §Stamping: the current v1 value;
+below 2 is legacy, with no event log). Under v2 it is the era key: 2 is the v1 era."""
 
 
 def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:
@@ -55,7 +59,7 @@ def build_snapshot(state: CouncilState) -> dict[str, Any]:
     snap["channels"] = channels(state)
     snap["variables"] = {"task": state.task}
     snap["metadata"] = {"councilDigest": state.metadata.get("councilDigest", "")}
-    snap["eventLogSchemaVersion"] = 1
+    snap["eventLogSchemaVersion"] = EVENT_LOG_SCHEMA_VERSION
     if state.error:
         snap["error"] = {"code": state.error.get("code", "UNKNOWN"),
                          "message": state.error.get("message") or "run failed"}

@@ -106,7 +106,8 @@ class V2Api:
             return response
         state = await self.api.host.state_of(request.path_params["run_id"])
         owner = owner_of(state) or tenant  # The recorded starter, not the caller.
-        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner))
+        request_ = state.metadata.get("request")
+        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner, request_))
 
     async def events(self, request: Request) -> Response:
         """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page."""

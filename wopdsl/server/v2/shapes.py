@@ -4,7 +4,9 @@ v2 keeps the v1 event envelope (``RunEventDoc``: ``eventId, runId, type, payload
 timestamp, sequence, schemaVersion`` plus ``nodeId``/``causationId``), with the run id
 tenant-bound and each payload in its v2 def (:func:`wopdsl.protocol.v2_events.event_v2`).
 The discovery root is closed: version metadata plus one record per capability family
-(``{status, since, witness, …facets}``; presence of the record is the claim, RFC 0169 §A.2).
+(``{status, since, witness, until?, …facets}``; presence of the record is the claim, RFC 0169
+§A.2). A record's ``status`` is never above the corpus's maturity row (RFC 0197 §C.7):
+``limits`` is stable, the conversation families are ``experimental`` with ``until: "3.0"``.
 """
 
 from __future__ import annotations
@@ -13,12 +15,17 @@ from typing import Any, Final
 
 from wopdsl.protocol.v2_events import bind, event_v2, project
 from wopdsl.server.v2.negotiate import PROTOCOL_VERSIONS
+from wopdsl.state.snapshot import EVENT_LOG_SCHEMA_VERSION
 
 __all__ = ["discovery_v2", "event_v2", "run_url", "snapshot_v2"]
 
-_FAMILY: Final = {"status": "stable", "since": "2.0", "witness": "witnessable-gated"}
-_FAMILIES: Final = ("limits", "conversationPrimitive", "multiPartyConversation",
-                    "conversationTurnModelProvenance")
+_EXPERIMENTAL: Final = {"status": "experimental", "since": "2.0", "until": "3.0"}
+_FAMILIES: Final = {  # RFC 0197 §C.7: never above the corpus row (spec/v2/declaration.json).
+    "limits": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
+    "conversationPrimitive": {**_EXPERIMENTAL, "witness": "claims-check"},
+    "multiPartyConversation": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
+    "conversationTurnModelProvenance": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
+}
 _METADATA: Final = ("implementation", "fixtures")
 
 
@@ -30,12 +37,13 @@ def discovery_v2(v1: dict[str, Any]) -> dict[str, Any]:
                            "supportedEnvelopes": list(v1["supportedEnvelopes"]),
                            "schemaVersions": dict(v1["schemaVersions"])}
     doc |= {key: v1[key] for key in _METADATA if key in v1}
-    for family in _FAMILIES:
+    doc["eventLogSchemaVersion"] = EVENT_LOG_SCHEMA_VERSION  # The era new runs are written in.
+    for family, record in _FAMILIES.items():
         value = v1.get(family)
         if value is True:
-            doc[family] = dict(_FAMILY)
+            doc[family] = dict(record)
         elif isinstance(value, dict) and value.get("supported", True):
-            doc[family] = {**_FAMILY, **{k: v for k, v in value.items() if k != "supported"}}
+            doc[family] = {**record, **{k: v for k, v in value.items() if k != "supported"}}
     return doc
 
 
@@ -44,7 +52,8 @@ def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
     return f"/runs/{project(bind(tenant, run_id))}{suffix}"
 
 
-def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str) -> dict[str, Any]:
+def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
+                request: dict[str, Any] | None = None) -> dict[str, Any]:
     """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version.
 
     Args:
@@ -52,9 +61,25 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str) -> dict[str, 
         tenant: The caller's tenant (the run id is bound to it).
         owner: The principal who started the run (``run.started`` ``metadata.principal``;
             the caller's tenant for a run started without one). Its tenant is itself.
+        request: The run's ``run.started`` ``metadata.request``: the caller's ``metadata``
+            and, under ``runOptions``, its ``tags`` and the keys the host added
+            (``tenantId``/``scopeId``); ``tags`` and ``metadata`` surface unchanged (v2
+            runs.md §Run options). The council digest moves to ``x-wopdsl-councilDigest``.
     """
     subject = {"issuer": "wopdsl", "subjectId": owner, "tenant": owner,
                "lane": "interactive", "kind": "user"}
-    return {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
-            "owner": {"tenant": owner, "subject": subject},
-            "eventLogSchemaVersion": int(snapshot.get("eventLogSchemaVersion", 1))}
+    doc = {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
+           "owner": {"tenant": owner, "subject": subject},
+           "eventLogSchemaVersion": int(snapshot["eventLogSchemaVersion"])}
+    digest = doc.pop("metadata", {}).get("councilDigest")
+    if digest:
+        doc["x-wopdsl-councilDigest"] = digest
+    if request is not None:  # The caller's metadata, without what the host added to it.
+        options = request.get("runOptions", {})
+        hidden = {"runOptions", *options.get("added", ())}
+        caller = {k: v for k, v in request.items() if k not in hidden}
+        if caller or not options:
+            doc["metadata"] = caller
+        if "tags" in options:
+            doc["tags"] = options["tags"]
+    return doc
