@@ -13,6 +13,8 @@ Our exception hierarchy::
     │   ├── StoreUnavailable                STORE_ERROR (unreachable for now: retried)
     │   ├── EventInvalid (ValueError)       EVENT_INVALID
     │   └── RunNotFound (LookupError)       RUN_NOT_FOUND (wire: run_not_found)
+    ├── RunStateConflict                    RUN_STATE_CONFLICT (wire: run_state_conflict,
+    │                                         run_terminal for a run that has ended)
     └── RunFailed                           the code of the failed run
         (TEAM_NODE_FAILED, TEAM_TURN_LIMIT, TIMEOUT, ...)
 
@@ -36,6 +38,7 @@ __all__ = [
     "RunBusy",
     "RunFailed",
     "RunNotFound",
+    "RunStateConflict",
     "SpeakerNotParticipant",
     "StoreConflict",
     "StoreError",
@@ -61,6 +64,7 @@ CODES: Final[tuple[str, ...]] = (
     "STORE_ERROR",
     "EVENT_INVALID",
     "RUN_NOT_FOUND",
+    "RUN_STATE_CONFLICT",
     "MODEL_ERROR",
     "BUDGET_EXHAUSTED",
     "TOOL_ERROR",
@@ -236,6 +240,26 @@ class RunNotFound(StoreError, LookupError):
         """
         return cls(f"run {run_id} not found in {where}", hint=f"list the runs with `{runs}`",
                    details={"runId": run_id})
+
+
+class RunStateConflict(WopError):
+    """The run's status does not allow the operation (pause a run that is not running,
+    unpause one that is not paused); nothing was appended.
+
+    ``details``: ``{runId, runStatus}``. On the wire the code is ``run_state_conflict``, or
+    ``run_terminal`` when the run has ended (OpenWOP v2 ``runs.md`` §Pause and resume).
+    """
+
+    code = "RUN_STATE_CONFLICT"
+
+    def __init__(self, run_id: str, status: str, action: str, *, hint: str = "") -> None:
+        ended = status in ("completed", "failed", "cancelled")
+        super().__init__(f"run {run_id} is {status}: it cannot be {action}",
+                         hint=hint or ("a run that has ended takes no more operations" if ended
+                                       else "see its status with `wop status`"),
+                         details={"runId": run_id, "runStatus": status})
+        self.wire = "run_terminal" if ended else "run_state_conflict"
+        self.status = status
 
 
 class RunFailed(WopError):

@@ -14,7 +14,7 @@ from wopdsl.compile import compile
 from wopdsl.compile.graph import Compiles
 from wopdsl.engine import Engine, HumanInput, KeepAnswer, engine_for
 from wopdsl.engine.addressing import address, default_member
-from wopdsl.errors import RunBusy, RunNotFound, ValidationError
+from wopdsl.errors import RunBusy, RunNotFound, RunStateConflict, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
@@ -31,9 +31,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
 
+_STOPPED = frozenset({*TERMINAL, "waiting-input", "paused"})
+"""Statuses in which nothing is appended until someone acts."""
+
 
 class Run:
-    """A handle on one run: status, result, transcript, events, reply, cancel, wait.
+    """A handle on one run: status, result, transcript, events, reply, pause, cancel, wait.
 
     Works the same on a run executing in this process (``council.start()``) and on one
     executing in another process that shares the store (:func:`attach`): it reads events.
@@ -167,18 +170,18 @@ class Run:
         # Read the status and the position together: another process may append in between.
         state = await self.astate()
         status, after = state.status, state.last_sequence
-        if status in TERMINAL or status == "waiting-input":
+        if status in _STOPPED:
             # Already stopped: nothing is appended until someone acts, so return now.
             return status
         async for event in self.store.subscribe(self.run_id, after):
             if event["sequence"] >= await self.store.call(self.store.last_sequence, self.run_id):
                 status = await self.astatus()
-                if status in TERMINAL or status == "waiting-input":
+                if status in _STOPPED:
                     break
         return await self.astatus()
 
     async def wait(self) -> RunStatus:
-        """Wait until the run completes, fails, is cancelled or waits for input."""
+        """Wait until the run completes, fails, is cancelled, waits for input or is paused."""
         if self._task is not None:
             await asyncio.shield(self._task)
             return await self.astatus()
@@ -265,8 +268,7 @@ class Run:
         landed (it waits for a batch this handle drives to settle first).
         """
         if was_waiting or (self._task is not None and self._task.done()):
-            status = await self.astatus()
-            if status not in TERMINAL and status != "waiting-input":
+            if await self.astatus() not in _STOPPED:
                 self._begin(start=False, follow_if_busy=True)
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
@@ -275,6 +277,46 @@ class Run:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await (await self._aengine()).cancel(reason)
+
+    async def pause(self, reason: str = "paused by user", *, drain: bool = False) -> None:
+        """Pause a running run (``run.paused``): no turn starts until :meth:`unpause`.
+
+        ``drain=False`` (``immediate``) stops the turns running here at once, unsaved: each
+        runs again as ``attempt + 1`` after :meth:`unpause`, as after a crash (a tool call
+        cut off in flight follows the crash rules of docs/guides/tools.md). ``drain=True``
+        (``drain-current-node``) lets them finish and be saved first, then pauses. The
+        council's ``timeout_ms`` does not count paused time. A paused run stays paused across
+        restarts (``wop resume`` and a restarted host leave it be); :meth:`cancel` still ends it.
+
+        Raises:
+            RunStateConflict: the run is not running (already paused, waiting for input,
+                or ended); nothing was appended.
+        """
+        engine = await self._aengine()
+        if not drain and self._task is not None and not self._task.done():
+            status = await self.astatus()
+            if status != "running":  # Checked before any turn is cut off.
+                raise RunStateConflict(self.run_id, status, "paused")
+            task, self._task = self._task, None
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await engine.pause(reason)
+
+    async def unpause(self) -> RunStatus:
+        """Resume a paused run (``run.resumed {reason: "unpaused"}``) and drive it here.
+
+        Returns the status right after (``running``); :meth:`wait` follows the run on.
+
+        Raises:
+            RunStateConflict: the run is not paused; nothing was appended.
+        """
+        status = await self.astatus()
+        if status != "paused":  # At once: a running batch holds the engine until it settles.
+            raise RunStateConflict(self.run_id, status, "unpaused")
+        await (await self._aengine()).unpause()
+        if self._task is None or self._task.done():
+            self._begin(start=False, follow_if_busy=True)
+        return await self.astatus()
 
     async def detach(self) -> None:
         """Stop driving the run in this process and leave it resumable (nothing is appended).
@@ -310,7 +352,7 @@ class Run:
     async def _stopped(self) -> bool:
         if self._task is not None:
             return self._task.done()
-        return await self.astatus() in (*TERMINAL, "waiting-input")
+        return await self.astatus() in _STOPPED
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -367,6 +409,19 @@ class Run:
     def cancel_sync(self, reason: str = "cancelled by user") -> None:
         """Synchronous twin of :meth:`cancel`."""
         run_sync(self.cancel(reason), "cancel_sync()", "await run.cancel()")
+
+    def pause_sync(self, reason: str = "paused by user", *, drain: bool = False) -> None:
+        """Synchronous twin of :meth:`pause`."""
+        run_sync(self.pause(reason, drain=drain), "pause_sync()", "await run.pause()")
+
+    def unpause_sync(self) -> RunStatus:
+        """Synchronous twin of :meth:`unpause`: resume the run, then wait until it stops."""
+
+        async def go() -> RunStatus:
+            await self.unpause()
+            return await self.wait()
+
+        return run_sync(go(), "unpause_sync()", "await run.unpause()")
 
     def close_sync(self, *, room: str | None = None, outcome: Any = None,
                    as_: str | None = None) -> RunStatus:

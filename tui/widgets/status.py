@@ -17,6 +17,7 @@ STATUS_STYLES: Final = {
     "pending": "dim",
     "running": "bold green",
     "waiting-input": "bold magenta",
+    "paused": "bold blue",
     "completed": "bold cyan",
     "failed": "bold red",
     "cancelled": "bold yellow",

@@ -88,16 +88,17 @@ class Endings(EventWriter):
                    closing_text=text)
 
     def _resumed(self, reason: str | None = None) -> None:
-        """Mark a run continued after a crash, a fork or a store outage: ``run.resumed``.
+        """Mark a run continued after a crash, a fork, a store outage or a pause (``run.resumed``).
 
         (DESIGN.md §7; the caller commits.) Its in-flight turns are then retried
         (``node.retried`` before each new ``node.started``, in ``_next_batch``); a fork's gates
-        closed at the cut end first. ``reason`` (``store-recovery``) marks the run even with
-        nothing in flight.
+        closed at the cut end first. ``reason`` (``store-recovery``, ``unpaused``) marks the
+        run even with nothing in flight.
         """
         state = self.state
-        if state.terminal or state.last_sequence < 0:
-            return
+        if state.terminal or state.last_sequence < 0 or \
+                (reason is None and state.resumed_at == state.last_sequence):
+            return  # (Just unpaused: that run.resumed said it.)
         origin = state.metadata.get("forkedFrom") or {}
         fork_start = origin.get("atSequence") == state.last_sequence
         # Interrupted turns only: not one waiting for an approval, nor one whose approval
@@ -120,7 +121,7 @@ class Endings(EventWriter):
             return
         elapsed = 0.0
         if isinstance(self.clock, SystemClock) and self.state.started_ms:
-            elapsed = (self.clock.now_ms() - self.state.started_ms) / 1000
+            elapsed = self.state.active_ms(self.clock.now_ms()) / 1000  # Pauses left out.
         self._deadline = time.monotonic() + timeout / 1000 - elapsed
 
     def _schedule_expiry(self) -> None:
@@ -133,8 +134,8 @@ class Endings(EventWriter):
             self._expiry.cancel()
             self._expiry = None
         remaining = self._remaining()
-        if remaining is None or self.state.terminal:
-            return
+        if remaining is None or self.state.terminal or self.state.paused is not None:
+            return  # A paused run's clock stops (unpause arms the deadline again).
         loop = asyncio.get_running_loop()
 
         def fire() -> None:
@@ -158,7 +159,8 @@ class Endings(EventWriter):
         async with self._between():
             await self._acatch_up()
             self._arm_deadline()
-            if self.state.terminal or not self._deadline_passed():
+            if self.state.terminal or self.state.paused is not None or \
+                    not self._deadline_passed():
                 return False
             try:
                 async with self._claim():

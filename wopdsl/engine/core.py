@@ -17,7 +17,14 @@ from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
 from wopdsl.engine._turns import take_turn
 from wopdsl.engine.human import HumanDoor, HumanInput
-from wopdsl.errors import RunBusy, StoreConflict, StoreError, StoreUnavailable, TurnError
+from wopdsl.errors import (
+    RunBusy,
+    RunStateConflict,
+    StoreConflict,
+    StoreError,
+    StoreUnavailable,
+    TurnError,
+)
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 from wopdsl.state import Inflight, RunStatus
@@ -137,8 +144,8 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                         await self._acatch_up()
                     else:
                         await self._resync()
-                    if self.state.terminal:
-                        return self.state.status
+                    if self.state.terminal or self.state.paused is not None:
+                        return self.state.status  # A paused run waits for unpause().
                     self._require_handlers()
                     self._arm_deadline()
                 await self._drive_claimed(recovered=outage is not None)
@@ -173,8 +180,8 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                         seen = self.state.last_sequence
                     async with self._lock:  # input that landed while the agents stopped
                         await self._acatch_up()  # (a decision on a tool call) is driven here
-                        if self.state.terminal or self.state.status == "waiting-input" or \
-                                self.state.last_sequence == seen:
+                        if self.state.terminal or self.state.status in ("waiting-input", "paused") \
+                                or self.state.last_sequence == seen:
                             break
 
     async def _drive_batches(self) -> None:
@@ -186,7 +193,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                 await asyncio.sleep(wait if remaining is None else min(wait, remaining))
             # The lock covers one batch at a time, so a human may post between batches.
             async with self._lock:
-                if self.state.terminal:
+                if self.state.terminal or self.state.paused is not None:
                     break
                 if self._deadline_passed():
                     self._time_out()
@@ -282,6 +289,44 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
             self._close_all(None, f"run cancelled: {reason}")
             self._emit("run.cancelled", {"reason": reason, "cancelledBy": "user"})
             await self._commit()
+
+    async def pause(self, reason: str = "paused by user") -> None:
+        """Pause the run (``run.paused``): no turn is dispatched until :meth:`unpause`.
+
+        Waits for the running batch to settle first (its turns finish and are saved: the
+        ``drain-current-node`` policy); to cut running turns off instead, stop the drive
+        first (:meth:`wopdsl.Run.pause`). The council deadline stops while paused.
+
+        Raises:
+            RunStateConflict: the run is not running (already paused, waiting for input,
+                or ended); nothing was appended.
+        """
+        async with self._between():
+            await self._acatch_up()
+            status = self.state.status
+            if status != "running":
+                raise RunStateConflict(self.run_id, status, "paused",
+                                       hint="unpause it first" if status == "paused" else "")
+            self._emit("run.paused", {"reason": reason})
+            await self._commit()
+        self.disarm()
+
+    async def unpause(self) -> None:
+        """Resume a paused run: ``run.resumed {reason: "unpaused"}``; drive it again after.
+
+        Turns cut off by an immediate pause are retried (``retrying``), as after a crash.
+
+        Raises:
+            RunStateConflict: the run is not paused; nothing was appended.
+        """
+        async with self._between():
+            await self._acatch_up()
+            status = self.state.status
+            if status != "paused":
+                raise RunStateConflict(self.run_id, status, "unpaused")
+            self._resumed("unpaused")
+            await self._commit()
+            self._deadline = None  # Armed again on the next drive, pauses left out.
 
     # -- hooks for subclasses (fork in replay mode; after_settle is in _settling) ----------
 

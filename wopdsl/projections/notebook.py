@@ -46,6 +46,7 @@ _STATUS_COLOURS: Final = {
     "pending": "#6b7280",
     "running": "#2563eb",
     "waiting-input": "#b45309",
+    "paused": "#7c3aed",
     "completed": "#15803d",
     "failed": "#b91c1c",
     "cancelled": "#6b7280",

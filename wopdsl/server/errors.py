@@ -7,6 +7,7 @@ from typing import Any
 from wopdsl.errors import (
     DeclarationError,
     RunNotFound,
+    RunStateConflict,
     StoreConflict,
     StoreError,
     ValidationError,
@@ -62,6 +63,8 @@ def from_wop_error(exc: WopError, *, refused_turn: bool = False) -> ApiError:
         details["hint"] = exc.hint
     if isinstance(exc, RunNotFound):
         return ApiError(404, exc.wire_code, exc.message, details)
+    if isinstance(exc, RunStateConflict):
+        return ApiError(409, exc.wire_code, exc.message, details)
     if isinstance(exc, StoreConflict):
         return ApiError(409, "STORE_CONFLICT", exc.message, details)
     if isinstance(exc, ValidationError):

@@ -376,7 +376,7 @@ def _deadline_in(state: CouncilState) -> float | None:
     started = state.started_ms
     if not isinstance(timeout, int) or not started:
         return None
-    return max(0.0, (started + timeout) / 1000 - time.time())
+    return max(0.0, timeout / 1000 - state.active_ms(int(time.time() * 1000)) / 1000)
 
 
 async def _settled(run: Run) -> bool:

@@ -74,6 +74,14 @@ class CouncilState:
     """Model usage per member and in total, from ``provider.usage``."""
     tools: ToolState = field(default_factory=ToolState)
     """Tool calls made and approvals awaited (``agent.toolCalled``, approval interrupts)."""
+    paused: str | None = None
+    """While an operator has paused the run (``run.paused``): the pause's reason."""
+    paused_since_ms: int = 0
+    """When the current pause began (epoch ms)."""
+    paused_total_ms: int = 0
+    """How long the run was paused before the current pause (the deadline does not count it)."""
+    resumed_at: int = -1
+    """The sequence of the last ``run.resumed``."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -107,6 +115,8 @@ class CouncilState:
             return self.terminal
         if self.last_sequence < 0:
             return "pending"
+        if self.paused is not None:
+            return "paused"
         if self.inflight:  # all suspended (awaiting approvals): nothing runs until decided
             return "running" if any(not i.suspended for i in self.inflight.values()) \
                 else "waiting-input"
@@ -115,6 +125,17 @@ class CouncilState:
         if self.queue:
             return "waiting-input"
         return "running"
+
+    def active_ms(self, now_ms: int) -> int:
+        """Milliseconds the run has been going at ``now_ms`` (epoch), pauses left out.
+
+        The council deadline (``timeout_ms``, RFC 0005 §I) counts this: a paused run's
+        clock stops.
+        """
+        paused = self.paused_total_ms
+        if self.paused is not None:
+            paused += max(0, now_ms - self.paused_since_ms)
+        return max(0, now_ms - self.started_ms - paused)
 
     def member_phase(self, member_id: str) -> str:
         """Return the member's phase: queued, running, waiting (for input), failed, done or idle."""
@@ -336,6 +357,18 @@ class CouncilState:
         self.terminal = "cancelled"
         self.ended_at = event["timestamp"]
 
+    def _run_paused(self, event: RunEventDoc) -> None:
+        if self.paused is None:
+            self.paused_since_ms = parse_iso_ms(event["timestamp"])
+        self.paused = str(event["payload"].get("reason") or "")
+
+    def _run_resumed(self, event: RunEventDoc) -> None:
+        self.resumed_at = event["sequence"]
+        if self.paused is not None:
+            self.paused_total_ms += max(
+                0, parse_iso_ms(event["timestamp"]) - self.paused_since_ms)
+            self.paused = None
+
     def _provider_usage(self, event: RunEventDoc) -> None:
         self.usage.add(event)
 
@@ -390,6 +423,8 @@ _HANDLERS: dict[str, Callable[[CouncilState, RunEventDoc], None]] = {
     "run.completed": CouncilState._run_completed,
     "run.failed": CouncilState._run_failed,
     "run.cancelled": CouncilState._run_cancelled,
+    "run.paused": CouncilState._run_paused,
+    "run.resumed": CouncilState._run_resumed,
     "replay.diverged": CouncilState._diverged,
     "provider.usage": CouncilState._provider_usage,
     "node.retried": CouncilState._node_retried,

@@ -23,8 +23,10 @@ __all__ = [
 ]
 
 
-RunStatus = Literal["pending", "running", "waiting-input", "completed", "failed", "cancelled"]
-"""Run status, named as in the OpenWOP ``RunSnapshot``."""
+RunStatus = Literal[
+    "pending", "running", "waiting-input", "paused", "completed", "failed", "cancelled"]
+"""Run status, named as in the OpenWOP ``RunSnapshot`` (``paused``: between ``run.paused`` and
+``run.resumed``, an operator's pause)."""
 
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 """Statuses a run never leaves."""
