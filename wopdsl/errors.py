@@ -243,8 +243,9 @@ class RunNotFound(StoreError, LookupError):
 
 
 class RunStateConflict(WopError):
-    """The run's status does not allow the operation (pause a run that is not running,
-    unpause one that is not paused); nothing was appended.
+    """The run's status does not allow the operation; nothing was appended.
+
+    Pausing a run that is not running, unpausing one that is not paused.
 
     ``details``: ``{runId, runStatus}``. On the wire the code is ``run_state_conflict``, or
     ``run_terminal`` when the run has ended (OpenWOP v2 ``runs.md`` §Pause and resume).

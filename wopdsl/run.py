@@ -267,9 +267,9 @@ class Run:
         A run executing in another process keeps its own driver. Checked after the input
         landed (it waits for a batch this handle drives to settle first).
         """
-        if was_waiting or (self._task is not None and self._task.done()):
-            if await self.astatus() not in _STOPPED:
-                self._begin(start=False, follow_if_busy=True)
+        drove = was_waiting or (self._task is not None and self._task.done())
+        if drove and await self.astatus() not in _STOPPED:
+            self._begin(start=False, follow_if_busy=True)
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
         """Cancel the run: running turns stop, conversations close, ``run.cancelled``."""

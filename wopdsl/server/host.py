@@ -21,6 +21,7 @@ from wopdsl import (
     EventStore,
     Run,
     RunBusy,
+    RunStateConflict,
     StoreUnavailable,
     WopError,
     attach,
@@ -71,6 +72,8 @@ class Host:
         self._states: dict[str, CouncilState] = {}
         """Runs' states read for requests (a blocking store only; see :meth:`state_of`)."""
         self._reading: dict[str, asyncio.Lock] = {}
+        self._pausing: set[asyncio.Task[None]] = set()
+        """Draining pauses waiting for their runs' turns to finish."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -97,7 +100,7 @@ class Host:
 
     async def stop(self) -> None:
         """Stop driving: every run is left resumable (a restarted host takes them up)."""
-        tasks = list(self._supervisors.values())
+        tasks = [*self._supervisors.values(), *self._pausing]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -287,6 +290,48 @@ class Host:
         wake = self._wakes.get(run.run_id)
         if wake is not None:
             wake.set()
+
+    async def pause(self, run: Run, reason: str, *, drain: bool) -> str:
+        """Pause ``run`` (``run.paused``); return its status now.
+
+        ``drain``: the running turns finish first, in the background (the request does not
+        wait for them: the answer says ``running`` until ``run.paused`` lands).
+
+        Raises:
+            ApiError: 409 ``run_state_conflict`` (not running) or ``run_terminal``.
+        """
+        try:
+            status = await run.astatus()
+            if status != "running":
+                raise RunStateConflict(run.run_id, status, "paused")
+            if not drain:
+                await run.pause(reason)
+                return await run.astatus()
+        except WopError as exc:
+            raise from_wop_error(exc) from None
+        pausing = asyncio.ensure_future(run.pause(reason, drain=True))
+        self._pausing.add(pausing)
+        pausing.add_done_callback(self._paused)
+        return status
+
+    def _paused(self, task: asyncio.Task[None]) -> None:
+        self._pausing.discard(task)
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            _log.info("a draining pause did not land: %s", _reason(failure))
+
+    async def unpause(self, run: Run) -> str:
+        """Resume a paused ``run`` (``run.resumed {reason: "unpaused"}``) and drive it here.
+
+        Raises:
+            ApiError: 409 ``run_state_conflict`` (not paused) or ``run_terminal``.
+        """
+        try:
+            status = await run.unpause()
+        except WopError as exc:
+            raise from_wop_error(exc) from None
+        await self._woken(run)
+        return status
 
     # -- supervision -----------------------------------------------------------------------
 

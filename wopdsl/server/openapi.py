@@ -124,6 +124,18 @@ def openapi_document(version: str) -> dict[str, Any]:
                 body={"type": "object", "required": ["fromSeq"],
                       "properties": {"fromSeq": {"type": "integer", "minimum": 0},
                                      "mode": {"enum": ["branch", "replay"]}}})},
+            "/v1/runs/{runId}:pause": {"post": _op(
+                "Pause a running run", {"202": _json(obj, "accepted"),
+                                        **_errors(400, 401, 403, 404, 409)},
+                params=[_RUN_ID],
+                body={"type": "object", "properties": {
+                    "reason": {"type": "string"},
+                    "drainPolicy": {"enum": ["immediate", "drain-current-node"]}}})},
+            "/v1/runs/{runId}:resume": {"post": _op(
+                "Resume a paused run", {"202": _json(obj, "accepted"),
+                                        **_errors(400, 401, 403, 404, 409)},
+                params=[_RUN_ID],
+                body={"type": "object", "properties": {"reason": {"type": "string"}}})},
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

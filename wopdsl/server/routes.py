@@ -76,6 +76,8 @@ class Api:
         doc["protocolVersions"] = ["1.0", "2.0"]  # v1 and v2 (wopdsl.server.v2).
         doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
+        doc["runs"] = {"pauseResume": {"supported": True,  # capabilities.md §runs.pauseResume
+                                       "drainPolicies": list(DRAIN_POLICIES)}}
         if self.host.fixtures:
             doc["fixtures"] = sorted(self.host.fixtures)
         return doc
@@ -256,11 +258,14 @@ class Api:
         return JSONResponse({"runId": run.run_id, "status": await run.astatus()})
 
     async def run_action(self, request: Request) -> Response:
-        """``POST /v1/runs/{runId}:fork`` (other ``:action`` suffixes are not served)."""
+        """``POST /v1/runs/{runId}:fork``, ``:pause`` and ``:resume``."""
         run_id, sep, action = request.path_params["run_ref"].partition(":")
+        if sep and action in ("pause", "resume"):
+            return await self.pause_or_resume(request, run_id, action)
         if not sep or action != "fork":
             raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
-                           {"hint": "this host serves POST /v1/runs/{runId}:fork"})
+                           {"hint": "this host serves POST /v1/runs/{runId}:fork, :pause "
+                                    "and :resume"})
         raw = await read_body(request, self.limits.max_body_bytes,
                                self.limits.body_timeout_s)
         body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"})
@@ -289,6 +294,51 @@ class Api:
         return JSONResponse({"runId": new_id, "sourceRunId": run_id, "fromSeq": from_seq,
                              "mode": mode, "status": await run.astatus(),
                              "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
+
+
+    async def pause_or_resume(self, request: Request, run_id: str, action: str) -> Response:
+        """``POST /v1/runs/{runId}:pause`` and ``:resume`` → 202 ``{runId, status}``.
+
+        Bodies: ``{reason?, drainPolicy?}`` and ``{reason?}``. 409 ``run_state_conflict``
+        (or ``run_terminal``) with ``details.runStatus`` when the status does not allow it.
+
+        ``drainPolicy``: ``immediate`` (the default: running turns stop and run again after
+        ``:resume``) or ``drain-current-node`` (they finish first; ``run.paused`` follows).
+        An ``Idempotency-Key`` repeats the first answer (a second ``:pause`` is otherwise 409).
+        """
+        raw = await read_body(request, self.limits.max_body_bytes,
+                               self.limits.body_timeout_s)
+        allowed = {"reason", "drainPolicy"} if action == "pause" else {"reason"}
+        body = read_object(raw, allowed=allowed, empty_ok=True)
+        reason = want_str(body, "reason", optional=True, max_len=1000) or f"{action}d by client"
+        policy = body.get("drainPolicy", "immediate")
+        if policy not in DRAIN_POLICIES:
+            raise ApiError(400, "validation_error",
+                           f"drainPolicy must be one of {', '.join(DRAIN_POLICIES)}",
+                           {"field": "drainPolicy", "allowed": list(DRAIN_POLICIES)})
+        principal = _principal(request)
+
+        async def act(_keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
+            run, _state = await self.run_for(request, "cancel", run_id)
+            if action == "pause":
+                status = await self.host.pause(run, reason, drain=policy != "immediate")
+                return 202, {"runId": run_id, "status": status, "drainPolicy": policy}
+            return 202, {"runId": run_id, "status": await self.host.unpause(run)}
+
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            status, answer = await act()
+        else:
+            check_key(key, v2=major_of(request.scope) == 2)
+            print_ = fingerprint(f"/v1/runs/{run_id}:{action}", principal, body)
+            status, answer, replay = await self.idempotency.run(principal, key, print_, act)
+            if replay:
+                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
+        return JSONResponse(answer, status_code=status)
+
+
+DRAIN_POLICIES = ("immediate", "drain-current-node")
+"""``drainPolicy`` values of ``:pause`` (advertised as ``runs.pauseResume.drainPolicies``)."""
 
 
 def _first_turn_cut(store: Any, run_id: str) -> int:

@@ -51,7 +51,7 @@ class V2Api:
             Route("/runs/{run_id}/interrupts/{node_id}", self._v2(self.resolve),
                   methods=["POST"]),
             Route("/runs/{run_id}/cancel", self._v2(self.cancel), methods=["POST"]),
-            Route("/runs/{run_ref}", self._v2(self.fork), methods=["POST"]),
+            Route("/runs/{run_ref}", self._v2(self.run_action), methods=["POST"]),
             Route("/runs/{run_id}", self._v2(self.get_run, otherwise=_chat_page()),
                   methods=["GET"]),
         ]
@@ -158,11 +158,14 @@ class V2Api:
         return _rewrite(await self.api.cancel(request),
                         lambda body: {**body, "runId": bind(tenant, body["runId"])})
 
-    async def fork(self, request: Request) -> Response:
-        """``POST /runs/{runId}:fork`` ``{mode?, fromSeq?}``."""
+    async def run_action(self, request: Request) -> Response:
+        """``POST /runs/{runId}:fork`` ``{mode?, fromSeq?}``, ``:pause`` and ``:resume``."""
         segment, sep, action = request.path_params["run_ref"].partition(":")
         tenant = tenant_of(_principal(request))
         request.scope["path_params"]["run_ref"] = f"{unbind(segment, tenant)}{sep}{action}"
+        if action != "fork":
+            return _rewrite(await self.api.run_action(request),
+                            lambda body: {**body, "runId": bind(tenant, body["runId"])})
         return _rewrite(await self.api.run_action(request), lambda body: {
             **body, "runId": bind(tenant, body["runId"]),
             "sourceRunId": bind(tenant, body["sourceRunId"]),
