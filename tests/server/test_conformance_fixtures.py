@@ -190,7 +190,7 @@ def test_the_multi_party_seam_enforces_the_roster(serve: Any) -> None:
 
 # The capability families the official suite's not-run scenarios gate on (docs/openwop.md
 # §Conformance): none may be advertised, or those scenarios would apply and have to pass.
-UNADVERTISED = {"webhooks", "runs", "a2a", "a2ui", "mcp", "agents", "multiAgent", "oauth",
+UNADVERTISED = {"webhooks", "a2a", "a2ui", "mcp", "agents", "multiAgent", "oauth",
                 "envelopeContracts", "envelopes", "aiProviders", "prompts", "secrets",
                 "credentials", "observability", "memory", "workspace", "authorization",
                 "anonymous", "dispatch", "channels", "budgets", "scheduling", "triggerBridge",
@@ -208,11 +208,13 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
     served_families = {"limits", "conversationPrimitive", "multiPartyConversation"}
     metadata = {"protocolVersion", "protocolVersions", "preferredVersion", "fixtures",
                 "implementation", "schemaVersions", "supportedEnvelopes"}
-    assert set(v1) == served_families | metadata
-    assert set(v2) == set(v1) | {"eventLogSchemaVersion"}
+    assert set(v1) == served_families | metadata | {"runs"}
+    # v1 `runs.pauseResume`; in v2 pause/resume is core (runs.md §Surface): no family record.
+    assert set(v2) == set(v1) - {"runs"} | {"eventLogSchemaVersion"}
+    assert set(v1["runs"]) == {"pauseResume"}
     assert v2["eventLogSchemaVersion"] == 2  # v2 metadata: the era new runs are written in.
-    assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2)
+    assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2) and "runs" not in v2
     # Negative: what is advertised is served (the gate of the scenarios that ran).
     assert v1["conversationPrimitive"] is True and v2["multiPartyConversation"]["status"]
     status, body, _ = served.request("POST", "/v1/runs/none-such-run-0001:pause", {})
-    assert (status, body["error"]) == (404, "not_found")  # runs.pauseResume: not served.
+    assert (status, body["error"]) == (404, "run_not_found")  # runs.pauseResume: served.
