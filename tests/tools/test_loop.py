@@ -9,6 +9,7 @@ import pytest
 
 from tests.openwop_schemas import load_schemas
 from tests.tools.conftest import effects_in, tool_council
+from wopdsl.protocol.check_v2 import as_v2, v2_event_errors
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 DONE = Answer({"summary": "Restarted the api.", "posts": [
@@ -49,6 +50,11 @@ async def test_model_calls_tools_in_parallel_then_answers(
     assert all("outcome" not in r["payload"] for r in returned)
     assert "restarted api" not in json.dumps(events)
     load_schemas().check_events(events)
+    # Served under v2: the codemap's names, and every event valid against the v2 schemas.
+    served = [as_v2(e) for e in events]
+    assert {"agent.tool-called", "agent.tool-returned"} <= {e["type"] for e in served}
+    assert not {"agent.toolCalled", "agent.toolReturned"} & {e["type"] for e in served}
+    assert [(e["sequence"], c) for e in served for c in v2_event_errors(e)] == []
 
 
 async def test_full_observability_puts_arguments_and_results_in_events(

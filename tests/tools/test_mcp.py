@@ -14,6 +14,7 @@ pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed"
 
 from tests.openwop_schemas import load_schemas
 from tests.tools.conftest import effects_in, tool_council
+from wopdsl.protocol.check_v2 import as_v2, v2_event_errors
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 pytestmark = pytest.mark.slow  # each test starts a real MCP server process
@@ -65,6 +66,9 @@ async def test_a_stdio_server_is_started_called_and_stopped_with_the_run(
     order = [e["type"] for e in events if e["type"].startswith(("tool.", "agent.tool"))]
     assert order[0] == "tool.session.opened" and order[-1] == "tool.session.closed"
     load_schemas().check_events(events)
+    served = [as_v2(e) for e in events]  # v2: tool.session-opened / -closed, all valid
+    assert {"tool.session-opened", "tool.session-closed"} <= {e["type"] for e in served}
+    assert [(e["sequence"], c) for e in served for c in v2_event_errors(e)] == []
     assert _gone(effects_in(effects)[0]["pid"])  # the server exited with the run
 
 

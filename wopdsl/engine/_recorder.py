@@ -249,9 +249,8 @@ class Recorder:
         if self._streams:
             channel += f".call-{self._streams}"
         payload: dict[str, Any] = {"nodeId": self.node_id, "chunk": "".join(self._text),
-                                   "channel": channel}
+                                   "channel": channel, "isLast": last}  # v2 requires isLast.
         if last:
-            payload["isLast"] = True
             self._streams += 1
         self._text = []
         self.record("output.chunk", payload)

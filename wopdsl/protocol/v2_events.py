@@ -25,6 +25,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from wopdsl.protocol.codemap import v2_type
+
 __all__ = ["HATCH", "bind", "event_v2", "is_hatch", "project", "v2_fields"]
 
 HATCH: Final = "x-wopdsl-"
@@ -113,10 +115,11 @@ def _payload_v2(event_type: str, payload: Mapping[str, Any], tenant: str, run_id
 
 
 def event_v2(event: Mapping[str, Any], tenant: str) -> dict[str, Any]:
-    """A stored event as v2 serves it to ``tenant``: bound ids, v2 payload fields."""
+    """A stored event as v2 serves it to ``tenant``: v2 type name, bound ids, v2 payload."""
     run_id = str(event["runId"])
-    doc = {**event, "runId": bind(tenant, run_id)}
+    type_ = v2_type(str(event.get("type")))  # The codemap's v2 name (agent.tool-called).
+    doc = {**event, "runId": bind(tenant, run_id), "type": type_}
     payload = event.get("payload")
     if isinstance(payload, Mapping):
-        doc["payload"] = _payload_v2(str(event.get("type")), payload, tenant, run_id)
+        doc["payload"] = _payload_v2(type_, payload, tenant, run_id)
     return doc

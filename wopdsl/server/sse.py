@@ -42,15 +42,18 @@ def cursor_of(request: Request) -> int:
 
 
 def stream(feeds: Feeds, run_id: str, after: int,
-           data: Callable[[Frame], bytes] | None = None) -> Response:
+           data: Callable[[Frame], bytes] | None = None,
+           name: Callable[[str], str] | None = None) -> Response:
     """Return the SSE response (registers the subscriber first: 503 when full).
 
     ``data`` renders a frame's ``data:`` line (default: the stored ``RunEventDoc``; the v2
-    API binds its run id).
+    API binds its run id) and ``name`` its ``event:`` line from the stored type (the v2 API:
+    the codemap's v2 name).
     """
     subscriber = feeds.subscribe(run_id)
     return StreamingResponse(
-        _frames(subscriber, after, feeds.limits.keepalive_s, data or _stored),
+        _frames(subscriber, after, feeds.limits.keepalive_s, data or _stored,
+                name or _same),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
                  "Connection": "keep-alive"})
@@ -60,8 +63,13 @@ def _stored(frame: Frame) -> bytes:
     return frame.data
 
 
+def _same(event_type: str) -> str:
+    return event_type
+
+
 async def _frames(subscriber: Subscriber, after: int, keepalive: float,
-                  data: Callable[[Frame], bytes]) -> AsyncIterator[bytes]:
+                  data: Callable[[Frame], bytes], name: Callable[[str], str]
+                  ) -> AsyncIterator[bytes]:
     try:
         yield b"retry: 1000\n\n"
         async for batch in subscriber.batches(after, idle=keepalive):
@@ -69,7 +77,7 @@ async def _frames(subscriber: Subscriber, after: int, keepalive: float,
                 yield b": keepalive\n\n"
             else:
                 yield b"".join(b"id: %d\nevent: %s\ndata: %s\n\n" % (
-                    frame.sequence, frame.type.encode(), data(frame)) for frame in batch)
+                    frame.sequence, name(frame.type).encode(), data(frame)) for frame in batch)
         if subscriber.dropped:
             yield _DROPPED
     finally:

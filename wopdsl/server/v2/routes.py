@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from wopdsl.protocol.codemap import v2_type
 from wopdsl.server import sse
 from wopdsl.server.access import owner_of
 from wopdsl.server.cache import cached_json
@@ -116,7 +117,7 @@ class V2Api:
         if sse.wants_sse(request):
             await self.api.state_for(request, "read")  # 404, 403 (the v1 rules).
             return sse.stream(self.api.feeds, run_id, sse.cursor_of(request),
-                              lambda frame: _frame_v2(frame, tenant))
+                              lambda frame: _frame_v2(frame, tenant), name=v2_type)
         return _rewrite(await self.api.events(request), lambda page: {
             **page, "runId": bind(tenant, run_id),
             "events": [event_v2(e, tenant) for e in page["events"]]})
