@@ -255,10 +255,12 @@ class RunStateConflict(WopError):
 
     def __init__(self, run_id: str, status: str, action: str, *, hint: str = "") -> None:
         ended = status in ("completed", "failed", "cancelled")
+        default = ("a run that has ended takes no more operations" if ended
+                   else "resume it first (`run.unpause()`, POST …:resume)" if status == "paused"
+                   else "it waits for a person's turn (or an approval)"
+                   if status == "waiting-input" else "read its status (`wop status RUN`)")
         super().__init__(f"run {run_id} is {status}: it cannot be {action}",
-                         hint=hint or ("a run that has ended takes no more operations" if ended
-                                       else "see its status with `wop status`"),
-                         details={"runId": run_id, "runStatus": status})
+                         hint=hint or default, details={"runId": run_id, "runStatus": status})
         self.wire = "run_terminal" if ended else "run_state_conflict"
         self.status = status
 

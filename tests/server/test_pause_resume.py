@@ -155,8 +155,8 @@ def test_v2_pause_and_resume_with_tenant_bound_ids(serve: Any) -> None:
                          headers=V2)
     assert (status, body["runId"], body["status"]) == (202, run_id, "paused")
     status, body = _post(served, f"{path}:pause", {}, headers=V2)
-    assert (status, body["error"], body["details"]["runStatus"]) == (
-        409, "run_state_conflict", "paused")
+    assert (status, body["error"], body["details"]["runId"], body["details"]["runStatus"]) == (
+        409, "run_state_conflict", run_id, "paused")  # runId bound, as v2 names the run
     status, body = _post(served, f"{path}:resume", {"reason": "c"}, headers=V2)
     assert (status, body["runId"], body["status"]) == (202, run_id, "running")
     page = served.request("GET", f"{path}/events/poll?timeout=1", headers=V2)[1]

@@ -305,8 +305,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
             await self._acatch_up()
             status = self.state.status
             if status != "running":
-                raise RunStateConflict(self.run_id, status, "paused",
-                                       hint="unpause it first" if status == "paused" else "")
+                raise RunStateConflict(self.run_id, status, "paused")
             self._emit("run.paused", {"reason": reason})
             await self._commit()
         self.disarm()

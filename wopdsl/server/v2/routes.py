@@ -165,8 +165,13 @@ class V2Api:
         tenant = tenant_of(_principal(request))
         request.scope["path_params"]["run_ref"] = f"{unbind(segment, tenant)}{sep}{action}"
         if action != "fork":
-            return _rewrite(await self.api.run_action(request),
-                            lambda body: {**body, "runId": bind(tenant, body["runId"])})
+            try:
+                response = await self.api.run_action(request)
+            except ApiError as exc:  # A 409's details name the run as v2 does: bound.
+                if isinstance(exc.details.get("runId"), str):
+                    exc.details["runId"] = bind(tenant, exc.details["runId"])
+                raise
+            return _rewrite(response, lambda body: {**body, "runId": bind(tenant, body["runId"])})
         return _rewrite(await self.api.run_action(request), lambda body: {
             **body, "runId": bind(tenant, body["runId"]),
             "sourceRunId": bind(tenant, body["sourceRunId"]),
