@@ -44,7 +44,8 @@ def test_bad_requests_get_the_envelope(serve: Any) -> None:
          {"resumeValue": {"operation": "shout", "turn": {}}}, None, 400, "validation_error"),
         ("POST", f"/v1/runs/{run_id}/interrupts/bot", {"resumeValue": {}}, None, 404,
          "interrupt_not_found"),
-        ("POST", f"/v1/runs/{run_id}:pause", {}, None, 404, "not_found"),
+        ("POST", f"/v1/runs/{run_id}:pause", {}, None, 409, "run_state_conflict"),  # waiting
+        ("POST", f"/v1/runs/{run_id}:archive", {}, None, 404, "not_found"),
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": -1}, None, 400, "validation_error"),
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": 0}, None, 400, "validation_error"),
         ("DELETE", f"/v1/runs/{run_id}", None, None, 405, "method_not_allowed"),
