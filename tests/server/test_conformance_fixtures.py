@@ -212,7 +212,7 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
     # v1 `runs.pauseResume`; in v2 pause/resume is core (runs.md §Surface): no family record.
     assert set(v2) == set(v1) - {"runs"} | {"eventLogSchemaVersion"}
     assert set(v1["runs"]) == {"pauseResume"}
-    assert v2["eventLogSchemaVersion"] == 2  # v2 metadata: the era new runs are written in.
+    assert v2["eventLogSchemaVersion"] == 3  # v2 metadata: the era new runs are written in.
     assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2) and "runs" not in v2
     # Negative: what is advertised is served (the gate of the scenarios that ran).
     assert v1["conversationPrimitive"] is True and v2["multiPartyConversation"]["status"]

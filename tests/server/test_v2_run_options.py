@@ -104,14 +104,17 @@ def test_v2_configurable_is_closed_and_versioned(serve: Any, tokens_file: Any) -
 
 
 def test_every_run_is_stamped_with_its_event_log_era(serve: Any, tokens_file: Any) -> None:
-    """v1 version-negotiation.md §Stamping (2, not legacy); v2's era key agrees with discovery."""
+    """v2 persistence.md §The era key: every new run is era 3, as v2 discovery says.
+
+    (v1 version-negotiation.md §Stamping takes 2 and above; an old run without the key is 2.)
+    """
     served = serve(COUNCILS / "desk.toml", args=("--tokens", str(tokens_file)), token=ALICE)
     run_id = served.request("POST", "/v1/runs", {"workflowId": "desk"})[1]["runId"]
-    assert served.request("GET", f"/v1/runs/{run_id}")[1]["eventLogSchemaVersion"] == 2
+    assert served.request("GET", f"/v1/runs/{run_id}")[1]["eventLogSchemaVersion"] == 3
     era = served.request("GET", "/.well-known/openwop", token=None,
                          headers=V2)[1]["eventLogSchemaVersion"]
     created = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
     snap = served.request("GET", created["statusUrl"], headers=V2)[1]
-    assert snap["eventLogSchemaVersion"] == era == 2  # The v1 era: no run is written in v2's 3.
+    assert snap["eventLogSchemaVersion"] == era == 3  # Written in v2 vocabulary (tests/store).
     v1_doc = served.request("GET", "/.well-known/openwop", token=None)[1]
     assert "eventLogSchemaVersion" not in v1_doc

@@ -12,7 +12,13 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["V2_GRAMMAR", "v1_type", "v2_type"]
+__all__ = ["ERA_V1", "ERA_V2", "V2_GRAMMAR", "era_of", "renamed", "stored_type", "v1_type",
+           "v2_type"]
+
+ERA_V1: Final = 2
+"""The event-log era of a log in v1 vocabulary (a ``run.started`` without the era key)."""
+ERA_V2: Final = 3
+"""The event-log era of a log in v2 vocabulary (v2 ``persistence.md`` §The era key)."""
 
 V2_GRAMMAR: Final = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 """The codemap's ``grammar``: every v2 name matches it."""
@@ -68,3 +74,20 @@ def v2_type(event_type: str) -> str:
 def v1_type(event_type: str) -> str:
     """The v1 name of the v2 event type ``event_type`` (itself when v2 kept it)."""
     return _BACK.get(event_type, event_type)
+
+
+def era_of(run_started_payload: object) -> int:
+    """The era a ``run.started`` payload stamps (its ``eventLogSchemaVersion``; absent: 2)."""
+    era = run_started_payload.get("eventLogSchemaVersion") \
+        if isinstance(run_started_payload, dict) else None
+    return era if isinstance(era, int) and not isinstance(era, bool) else ERA_V1
+
+
+def stored_type(event_type: str, era: int) -> str:
+    """The name ``event_type`` (a v1 name, as wopdsl folds them) is stored under in ``era``."""
+    return _RENAMED.get(event_type, event_type) if era >= ERA_V2 else event_type
+
+
+def renamed(event_type: str) -> bool:
+    """Whether v2 names ``event_type`` (a v1 name) otherwise."""
+    return event_type in _RENAMED

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from wopdsl.protocol.codemap import ERA_V2
+
 __all__ = [
     "MEMBER_TYPE_ID",
     "ROOM_TYPE_ID",
@@ -47,11 +49,16 @@ def room_node_id(room_id: str) -> str:
 def run_started(
     workflow_id: str, task: str, council: dict[str, Any], digest: str, extra: dict[str, Any]
 ) -> dict[str, Any]:
-    """``run.started``: enough to rebuild the council from the log alone."""
+    """``run.started``: enough to rebuild the council from the log alone, and its era.
+
+    ``eventLogSchemaVersion``: the era key (v2 ``persistence.md``): 3, the log is stored in
+    v2 vocabulary (``wopdsl.store``); absent on older runs (2, v1 vocabulary).
+    """
     return {
         "workflowId": workflow_id,
         "inputs": {"task": task},
         "metadata": {"council": council, "councilDigest": digest, **extra},
+        "eventLogSchemaVersion": ERA_V2,
     }
 
 

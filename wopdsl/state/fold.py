@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl._ids import parse_iso_ms
 from wopdsl.model.construct import new_message
+from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
 from wopdsl.state.records import (
@@ -82,6 +83,8 @@ class CouncilState:
     """How long the run was paused before the current pause (the deadline does not count it)."""
     resumed_at: int = -1
     """The sequence of the last ``run.resumed``."""
+    era: int = ERA_V1
+    """The run's event-log era (``run.started``'s ``eventLogSchemaVersion``; absent: 2)."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -180,6 +183,7 @@ class CouncilState:
         self.workflow_id = payload["workflowId"]
         self.task = payload.get("inputs", {}).get("task", "")
         self.metadata = payload.get("metadata", {})
+        self.era = era_of(payload)
         self.council = self.metadata.get("council", {})
         self.source_run_id = self.metadata.get("forkedFrom", {}).get("runId")
         self.started_at = event["timestamp"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from wopdsl.protocol.codemap import ERA_V2
 from wopdsl.state.fold import CouncilState
 
-EVENT_LOG_SCHEMA_VERSION: Final = 2
-"""The run's event-log era (v1 ``version-negotiation.md`` §Stamping: the current v1 value;
-below 2 is legacy, with no event log). Under v2 it is the era key: 2 is the v1 era."""
+EVENT_LOG_SCHEMA_VERSION: Final = ERA_V2
+"""The event-log era new runs are written in (v2 ``persistence.md`` §The era key): 3, the v2
+vocabulary. A run's own era is in its ``run.started`` (absent: 2, the v1 era; v1
+``version-negotiation.md`` §Stamping accepts 2 and above)."""
 
 
 def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:
@@ -59,7 +61,7 @@ def build_snapshot(state: CouncilState) -> dict[str, Any]:
     snap["channels"] = channels(state)
     snap["variables"] = {"task": state.task}
     snap["metadata"] = {"councilDigest": state.metadata.get("councilDigest", "")}
-    snap["eventLogSchemaVersion"] = EVENT_LOG_SCHEMA_VERSION
+    snap["eventLogSchemaVersion"] = state.era
     if state.error:
         snap["error"] = {"code": state.error.get("code", "UNKNOWN"),
                          "message": state.error.get("message") or "run failed"}

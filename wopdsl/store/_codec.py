@@ -8,13 +8,15 @@ of a decoded record against the row it was stored in.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import orjson
 
+from wopdsl.protocol.codemap import ERA_V2, era_of, renamed, stored_type, v1_type
 from wopdsl.protocol.envelope import SUPPORTED_SCHEMA_VERSIONS, RunEventDoc
 
-__all__ = ["decode_body", "encode_event", "is_valid_record"]
+__all__ = ["as_read", "as_stored", "decode_body", "encode_event", "is_valid_record"]
 
 # The exact encoder (the standard library's): json.dumps builds a new encoder per call when
 # given options. Cycles are impossible in events built from typed models; a stray one ends as
@@ -56,6 +58,39 @@ def decode_body(body: str, *, fast: bool = True) -> Any:
     """
     # Layout 2 marks the bodies only the exact decoder reads right (see encode_event).
     return orjson.loads(body) if fast and body[:1] == "{" else _decode_exact(body)
+
+
+def as_stored(events: Sequence[RunEventDoc], era: Callable[[], int]) -> Sequence[RunEventDoc]:
+    """``events`` as the run's era stores them (v2 ``persistence.md`` §The era key).
+
+    A run of era 3 (its ``run.started`` says ``eventLogSchemaVersion: 3``) is stored in v2
+    vocabulary: the types v2 renames (``agent.toolCalled`` → ``agent.tool-called``) go in
+    under their v2 names; an era-2 log keeps v1 names. ``era`` reads the run's era from its
+    stored ``run.started``; it is called only for a batch that holds a renamed type and no
+    ``run.started`` of its own.
+    """
+    if not any(renamed(e["type"]) for e in events):
+        return events
+    first = events[0]
+    era_ = era_of(first["payload"]) if first["type"] == "run.started" else era()
+    if era_ < ERA_V2:
+        return events
+    out: list[RunEventDoc] = [dict(e) for e in events]  # type: ignore[misc]
+    for event in out:
+        event["type"] = stored_type(event["type"], era_)
+    return out
+
+
+def as_read(event: Any) -> Any:
+    """A decoded record with its type as wopdsl folds it: the v1 name.
+
+    Era-free: the v2 names of renamed types never were v1 names, so a v1 log reads unchanged.
+    """
+    if type(event) is dict:
+        kind = event.get("type")
+        if isinstance(kind, str):
+            event["type"] = v1_type(kind)
+    return event
 
 
 _REQUIRED_KEYS: Final = frozenset({"eventId", "runId", "type", "payload", "timestamp", "sequence"})

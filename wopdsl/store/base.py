@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from wopdsl.errors import RunBusy, RunNotFound, StoreConflict, StoreError
+from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
 
 __all__ = ["Answer", "EventStore", "RunInfo", "require_run", "run_started_at"]
@@ -101,6 +102,22 @@ class EventStore(ABC):
     @abstractmethod
     def read(self, run_id: str, after: int = -1) -> list[RunEventDoc]:
         """Return the run's events with ``sequence > after``, in sequence order."""
+
+    def _era(self, run_id: str) -> int:
+        """The run's event-log era, from its stored ``run.started`` (cached: it never changes).
+
+        For the SQL stores' writer rule (:func:`wopdsl.store._codec.as_stored`).
+        """
+        eras: dict[str, int] = self.__dict__.setdefault("_eras", {})
+        era = eras.get(run_id)
+        if era is None:
+            first = self.read(run_id)[:1]
+            era = era_of(first[0]["payload"]) if first and first[0]["type"] == "run.started" \
+                else ERA_V1
+            if len(eras) >= 4096:
+                eras.clear()
+            eras[run_id] = era
+        return era
 
     @abstractmethod
     def runs(self) -> list[RunInfo]:

@@ -22,7 +22,7 @@ from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store import _pg_schema as sql
 from wopdsl.store._answers_sql import from_row
 from wopdsl.store._answers_sql import params as answer_params
-from wopdsl.store._codec import decode_body, encode_event, is_valid_record
+from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
 from wopdsl.store._pg_claims import Claims
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
@@ -149,6 +149,7 @@ class PostgresStore(EventStore):
             return
         self.check_expected(run_id, events, expected_sequence)
         try:
+            events = as_stored(events, lambda: self._era(run_id))
             bodies = [encode_event(event) for event in events]
         except (TypeError, ValueError, RecursionError) as exc:
             raise EventInvalid(
@@ -378,7 +379,7 @@ class PostgresStore(EventStore):
         expected = max(after + 1, 0)
         for sequence, body in rows:
             try:
-                event = decode_body(body)
+                event = as_read(decode_body(body))
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(
                     f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",

@@ -14,7 +14,7 @@ from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store._answers_sql import COLUMNS, from_row, params
 from wopdsl.store._claims import lock_run
-from wopdsl.store._codec import decode_body, encode_event, is_valid_record
+from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._wakeups import waiters_for
 from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
@@ -157,7 +157,8 @@ class SqliteStore(EventStore):
         self.check_expected(run_id, events, expected_sequence)
         # Encode before taking the write lock, so other writers wait only for SQLite itself.
         try:
-            rows = [(run_id, e["sequence"], e["type"], encode_event(e)) for e in events]
+            rows = [(run_id, e["sequence"], e["type"], encode_event(e))
+                    for e in as_stored(events, lambda: self._era(run_id))]
         except (TypeError, ValueError, RecursionError) as exc:
             raise EventInvalid(
                 f"run {run_id}: an event cannot be stored as JSON: {exc}",
@@ -277,7 +278,7 @@ class SqliteStore(EventStore):
         for sequence, body in rows:
             try:
                 # Layout 2 marks the bodies only the exact decoder reads right (see _encode).
-                event = decode_body(body, fast=fast)
+                event = as_read(decode_body(body, fast=fast))
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(
                     f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
