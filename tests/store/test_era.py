@@ -95,3 +95,16 @@ def test_an_era_2_log_keeps_its_v1_names(stores: Any) -> None:
     assert [t for t, _ in raw("r2")] == ["run.started", "tool.session.opened",
                                          "agent.toolCalled", "node.started"]
     assert [e["type"] for e in make().read("r2")] == [t for t, _ in raw("r2")]
+
+
+def test_a_fork_of_an_era_2_run_is_a_new_run_of_era_3(stores: Any) -> None:
+    from wopdsl import fork
+
+    make, raw = stores
+    store = make()
+    store.append("old", [_started("old", None)], 0)
+    forked = fork(store, "old", 0, run_id="new")
+    store.append(forked, _tool_events(forked, 1), 1)
+    assert [e["payload"].get("eventLogSchemaVersion") for e in store.read(forked)][:1] == [3]
+    assert "agent.tool-called" in [t for t, _ in raw(forked)]
+    assert [e["type"] for e in make().read(forked)][2] == "agent.toolCalled"

@@ -22,6 +22,7 @@ from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine.core import Engine, HumanInput
 from wopdsl.errors import RunNotFound, ValidationError
 from wopdsl.protocol.envelope import RunEventDoc
+from wopdsl.protocol.codemap import ERA_V2
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
 from wopdsl.state import Inflight
 from wopdsl.store.base import EventStore
@@ -83,6 +84,9 @@ def fork(
         _point_models(metadata, base_url)
     if principal is not None:
         metadata["principal"] = principal
+    # A new run is of the current era, whatever its source's: the store writes the copied
+    # events in its vocabulary (v2 persistence.md §The era key).
+    copied[0]["payload"]["eventLogSchemaVersion"] = ERA_V2
     store.append(new_id, copied, 0)
     return new_id
 
