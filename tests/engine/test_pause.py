@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import MakeCouncil
 from tests.engine.helpers import Calls, member_events, of_type, reply, say, types, wait_for
-from wopdsl import RunStateConflict, Turn, attach
+from wopdsl import Council, Run, RunStateConflict, Turn, attach
 from wopdsl.store import open_store
 
 
@@ -30,13 +30,20 @@ def _gate() -> tuple[asyncio.Event, asyncio.Event, Any]:
     return started, release, before
 
 
+async def _writing(make_council: MakeCouncil, db_path: Path, calls: Calls, **settings: Any
+                   ) -> tuple[Run, asyncio.Event, Council]:
+    """A one-member council started, its writer's turn running until the event is set."""
+    started, release, before = _gate()
+    council = make_council({"writer": calls.handler(before=before)}, **settings)
+    run = council.start(store=db_path, deterministic="timeout_ms" not in settings)
+    await wait_for(started, "the writer's turn starts")
+    return run, release, council
+
+
 async def test_an_immediate_pause_cuts_the_turn_off_and_unpause_runs_it_again(
         make_council: MakeCouncil, db_path: Path) -> None:
     calls = Calls()
-    started, release, before = _gate()
-    council = make_council({"writer": calls.handler(before=before)})
-    run = council.start(store=db_path, deterministic=True)
-    await wait_for(started, "the writer's turn starts")
+    run, release, _council = await _writing(make_council, db_path, calls)
 
     await run.pause("operator break")
 
@@ -96,10 +103,7 @@ async def test_a_draining_pause_lets_the_running_turn_finish_and_starts_no_other
 
 async def test_pause_and_unpause_refuse_what_the_status_does_not_allow(
         make_council: MakeCouncil, db_path: Path) -> None:
-    started, release, before = _gate()
-    council = make_council({"writer": Calls().handler(before=before)})
-    run = council.start(store=db_path, deterministic=True)
-    await wait_for(started, "the writer's turn starts")
+    run, release, _council = await _writing(make_council, db_path, Calls())
 
     with pytest.raises(RunStateConflict) as not_paused:
         await run.unpause()
@@ -137,10 +141,7 @@ async def test_a_run_waiting_for_a_person_is_not_paused(make_council: MakeCounci
 async def test_a_paused_run_stays_paused_in_another_process_until_unpaused(
         make_council: MakeCouncil, db_path: Path) -> None:
     calls = Calls()
-    started, release, before = _gate()
-    council = make_council({"writer": calls.handler(before=before)})
-    run = council.start(store=db_path, deterministic=True)
-    await wait_for(started, "the writer's turn starts")
+    run, release, council = await _writing(make_council, db_path, calls)
     await run.pause()
     await run.detach()
     release.set()
@@ -157,10 +158,7 @@ async def test_a_paused_run_stays_paused_in_another_process_until_unpaused(
 
 
 async def test_a_paused_run_can_be_cancelled(make_council: MakeCouncil, db_path: Path) -> None:
-    started, _release, before = _gate()
-    council = make_council({"writer": Calls().handler(before=before)})
-    run = council.start(store=db_path, deterministic=True)
-    await wait_for(started, "the writer's turn starts")
+    run, _release, _council = await _writing(make_council, db_path, Calls())
     await run.pause()
 
     await run.cancel("no longer needed")
@@ -174,10 +172,7 @@ async def test_a_paused_run_can_be_cancelled(make_council: MakeCouncil, db_path:
 async def test_the_council_deadline_does_not_count_paused_time(make_council: MakeCouncil,
                                                               db_path: Path) -> None:
     calls = Calls()
-    started, release, before = _gate()
-    council = make_council({"writer": calls.handler(before=before)}, timeout_ms=1500)
-    run = council.start(store=db_path)
-    await wait_for(started, "the writer's turn starts")
+    run, release, _council = await _writing(make_council, db_path, calls, timeout_ms=1500)
     await run.pause()
     await asyncio.sleep(2.0)  # Longer than timeout_ms: the clock is stopped.
     release.set()

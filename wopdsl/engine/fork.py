@@ -21,8 +21,8 @@ from wopdsl._ids import IDENT_RULE, SystemClock, event_id, is_ident, iso_ms, new
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine.core import Engine, HumanInput
 from wopdsl.errors import RunNotFound, ValidationError
-from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.codemap import ERA_V2
+from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
 from wopdsl.state import Inflight
 from wopdsl.store.base import EventStore

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -231,16 +232,7 @@ class Api:
                 return keep.kept.status, keep.kept.body  # Kept with the turn: what retries get.
             return 200, answered(message, await run.astatus())
 
-        key = request.headers.get("idempotency-key")
-        if key is None:
-            status, answer = await act()
-        else:
-            check_key(key, v2=major_of(request.scope) == 2)
-            print_ = fingerprint(f"/v1/runs/{run_id}/interrupts/{node_id}", principal, body)
-            status, answer, replay = await self.idempotency.run(principal, key, print_, act)
-            if replay:
-                return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
-        return JSONResponse(answer, status_code=status)
+        return await self._once(request, f"/v1/runs/{run_id}/interrupts/{node_id}", body, act)
 
     async def cancel(self, request: Request) -> Response:
         """``POST /v1/runs/{runId}/cancel`` ``{reason?}``."""
@@ -316,7 +308,6 @@ class Api:
             raise ApiError(400, "validation_error",
                            f"drainPolicy must be one of {', '.join(DRAIN_POLICIES)}",
                            {"field": "drainPolicy", "allowed": list(DRAIN_POLICIES)})
-        principal = _principal(request)
 
         async def act(_keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
             run, _state = await self.run_for(request, "cancel", run_id)
@@ -325,12 +316,23 @@ class Api:
                 return 202, {"runId": run_id, "status": status, "drainPolicy": policy}
             return 202, {"runId": run_id, "status": await self.host.unpause(run)}
 
+        return await self._once(request, f"/v1/runs/{run_id}:{action}", body, act)
+
+    async def _once(self, request: Request, what: str, body: dict[str, Any],
+                    act: Callable[[Keep | None], Awaitable[tuple[int, dict[str, Any]]]]
+                    ) -> Response:
+        """Answer ``act()``; with an ``Idempotency-Key``, at most once per key and request.
+
+        ``what`` and ``body`` are the request's meaning (its fingerprint): the same key with
+        another meaning is 409 ``idempotency_key_mismatch``; a repeat gets the kept answer.
+        """
         key = request.headers.get("idempotency-key")
         if key is None:
-            status, answer = await act()
+            status, answer = await act(None)
         else:
             check_key(key, v2=major_of(request.scope) == 2)
-            print_ = fingerprint(f"/v1/runs/{run_id}:{action}", principal, body)
+            principal = _principal(request)
+            print_ = fingerprint(what, principal, body)
             status, answer, replay = await self.idempotency.run(principal, key, print_, act)
             if replay:
                 return JSONResponse(answer, status_code=status, headers=REPLAY_HEADER)
