@@ -2,8 +2,10 @@
 
 Each run id is cancelled on its own (v1 ``rest-endpoints.md`` §"POST /v1/runs:bulk-cancel",
 v2 ``runs.md`` §Cancel): the answer is ``200 {results: [{runId, ok, status?, error?}]}`` in
-request order even when every entry failed. An entry is ``ok: true`` with ``status:
-cancelled`` for a run cancelled now or before (idempotent); ``ok: false`` with an error
+request order even when every entry failed (a failed entry's ``error``: ``{code, message}``
+under v1, the error envelope ``{error, message, details?}`` under v2). An entry is
+``ok: true`` with ``status: cancelled`` for a run cancelled now or before (idempotent);
+``ok: false`` with an error
 (``not_found``, ``run_terminal`` for a completed or failed run, ``forbidden``,
 ``id_tenant_mismatch`` for a v2 id bound to another tenant). More than
 :data:`MAX_RUN_IDS` ids, or none, is ``400 validation_error`` with ``details.maxRunIds``.
@@ -19,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from wopdsl.errors import WopError
-from wopdsl.server.errors import ApiError, from_wop_error
+from wopdsl.server.errors import ApiError, envelope, from_wop_error
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_run_id, want_str
 from wopdsl.server.routes import Api
 from wopdsl.server.v2.ids import tenant_of, unbind
@@ -62,13 +64,19 @@ async def _bulk_cancel(api: Api, request: Request, resolve: Callable[[str], str]
         raise ApiError(400, "validation_error",
                        f"at most {MAX_RUN_IDS} run ids per request; got {len(ids)}", cap)
     reason = want_str(body, "reason", optional=True, max_len=1000) or "cancelled by client"
-    return JSONResponse({"results": [await _one(api, request, wire, resolve, reason)
+    v2 = major_of(request.scope) == 2
+    return JSONResponse({"results": [await _one(api, request, wire, resolve, reason, v2=v2)
                                      for wire in ids]})
 
 
 async def _one(api: Api, request: Request, wire: str, resolve: Callable[[str], str],
-               reason: str) -> dict[str, Any]:
-    """Cancel one run; its entry of ``results``."""
+               reason: str, *, v2: bool) -> dict[str, Any]:
+    """Cancel one run; its entry of ``results``.
+
+    A failed entry's ``error`` is ``{code, message}`` under v1 (``rest-endpoints.md``) and
+    the v2 error envelope ``{error, message, details?}`` under v2 (the OpenAPI ``$ref``s
+    ``error-envelope.schema.json`` for ``results[].error``).
+    """
     try:
         run, state = await api.run_for(request, "cancel", want_run_id(resolve(wire)))
         status = state.status
@@ -81,4 +89,7 @@ async def _one(api: Api, request: Request, wire: str, resolve: Callable[[str], s
     except (ApiError, WopError) as exc:
         error = exc if isinstance(exc, ApiError) else from_wop_error(exc)
         code = "not_found" if error.code == "run_not_found" else error.code
+        if v2:
+            return {"runId": wire, "ok": False,
+                    "error": envelope(code, error.message, error.details)}
         return {"runId": wire, "ok": False, "error": {"code": code, "message": error.message}}
