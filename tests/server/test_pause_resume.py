@@ -169,3 +169,32 @@ def test_v2_pause_and_resume_with_tenant_bound_ids(serve: Any) -> None:
     for action in ("pause", "resume"):
         status, body = _post(served, f"/runs/{quote(done, safe='')}:{action}", {}, headers=V2)
         assert (status, body["error"]) == (409, "run_terminal")
+
+
+def test_pause_refuses_cross_site_oversized_and_malformed_requests(serve: Any) -> None:
+    served = _serve(serve)
+    run_id = _create(served, "conformance-delay", delayMs=30_000)
+    served.wait_status(run_id, "running", timeout=5)
+    path = f"/v1/runs/{run_id}:pause"
+    raw = b'{"reason": "x"}'
+    # Cross-site: a text/plain "simple request" and a foreign Origin are refused.
+    status, body, _ = served.request("POST", path, raw=raw,
+                                     headers={"Content-Type": "text/plain"})
+    assert (status, body["error"]) == (415, "unsupported_media_type")
+    status, body, _ = served.request("POST", path, {"reason": "x"},
+                                     headers={"Origin": "https://attacker.test"})
+    assert (status, body["error"]) == (403, "origin_not_allowed")
+    # Oversized, deeply nested, unknown keys, wrong types: 400 at the door.
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    for bad in ({"reason": "r" * 1001}, {"reason": deep}, {"drainPolicy": ["immediate"]},
+                {"reason": "x", "extra": 1}):
+        status, body, _ = served.request("POST", path, bad)
+        assert (status, body["error"]) == (400, "validation_error"), bad
+    status, body, _ = served.request("POST", path, raw=b"x" * (2 * 1024 * 1024))
+    assert (status, body["error"]) == (413, "payload_too_large")
+    # None of it paused the run.
+    assert served.wait_status(run_id, "running")["status"] == "running"
+    assert "run.paused" not in _types(served, run_id)
+    _post(served, f"/v1/runs/{run_id}/cancel", {})

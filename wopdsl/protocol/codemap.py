@@ -4,7 +4,8 @@ v2 renames 36 of the 117 registered types to its grammar (``domain.verb-ed``: ke
 two segments); the other 81 keep their v1 name. The renamed rows below are those of the
 spec's ``spec/v2/event-codemap.json`` (openwop/openwop at
 96c270a400e82fefd9a73ca451b4b437c6e4f4ec, ``version: "2.0"``, ``counts.renamed: 36``; see
-``schemas/SOURCES.md``). The store keeps v1 names; the v2 wire serves the v2 ones.
+``schemas/SOURCES.md``). wopdsl folds events by their v1 names; the v2 wire serves the v2
+ones, and an era-3 log is stored under them (:mod:`wopdsl.store`).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def era_of(run_started_payload: object) -> int:
 
 def stored_type(event_type: str, era: int) -> str:
     """The name ``event_type`` (a v1 name, as wopdsl folds them) is stored under in ``era``."""
-    return _RENAMED.get(event_type, event_type) if era >= ERA_V2 else event_type
+    return v2_type(event_type) if era >= ERA_V2 else event_type
 
 
 def renamed(event_type: str) -> bool:

@@ -301,12 +301,12 @@ class Host:
             ApiError: 409 ``run_state_conflict`` (not running) or ``run_terminal``.
         """
         try:
-            status = await run.astatus()
-            if status != "running":
-                raise RunStateConflict(run.run_id, status, "paused")
             if not drain:
                 await run.pause(reason)
                 return await run.astatus()
+            status = await run.astatus()  # Refused now, not in the background.
+            if status != "running":
+                raise RunStateConflict(run.run_id, status, "paused")
         except WopError as exc:
             raise from_wop_error(exc) from None
         pausing = asyncio.ensure_future(run.pause(reason, drain=True))
