@@ -210,7 +210,9 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
                 "implementation", "schemaVersions", "supportedEnvelopes"}
     assert set(v1) == served_families | metadata | {"runs"}
     # v1 `runs.pauseResume`; in v2 pause/resume is core (runs.md §Surface): no family record.
-    assert set(v2) == set(v1) - {"runs"} | {"eventLogSchemaVersion"}
+    # The v1 envelope list/map have no v2 record (tests/server/test_v2_discovery_schema.py).
+    assert set(v2) == set(v1) - {"runs", "supportedEnvelopes", "schemaVersions"} | {
+        "eventLogSchemaVersion"}
     assert set(v1["runs"]) == {"pauseResume"}
     assert v2["eventLogSchemaVersion"] == 3  # v2 metadata: the era new runs are written in.
     assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2) and "runs" not in v2

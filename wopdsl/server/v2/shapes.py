@@ -7,6 +7,13 @@ The discovery root is closed: version metadata plus one record per capability fa
 (``{status, since, witness, until?, …facets}``; presence of the record is the claim, RFC 0169
 §A.2). A record's ``status`` is never above the corpus's maturity row (RFC 0197 §C.7):
 ``limits`` is stable, the conversation families are ``experimental`` with ``until: "3.0"``.
+
+v1's ``supportedEnvelopes`` / ``schemaVersions`` (the council turn result,
+``council.turn-result``) have no v2 record: v2 makes them families whose ``kinds`` MUST be
+namespaced under an org registered in the spec's declaration (``events.md`` §E3), and the
+turn result is wopdsl's own kind under no registered org. An LLM member's answer is checked
+inside the member; the host takes no AI envelope over the wire, so advertising none (the
+records absent) is the truthful v2 claim.
 """
 
 from __future__ import annotations
@@ -33,9 +40,7 @@ def discovery_v2(v1: dict[str, Any]) -> dict[str, Any]:
     """The v2 representation of the v1 discovery document ``v1``."""
     doc: dict[str, Any] = {"protocolVersions": list(PROTOCOL_VERSIONS),
                            "preferredVersion": PROTOCOL_VERSIONS[0],
-                           "protocolVersion": PROTOCOL_VERSIONS[-1],
-                           "supportedEnvelopes": list(v1["supportedEnvelopes"]),
-                           "schemaVersions": dict(v1["schemaVersions"])}
+                           "protocolVersion": PROTOCOL_VERSIONS[-1]}
     doc |= {key: v1[key] for key in _METADATA if key in v1}
     doc["eventLogSchemaVersion"] = EVENT_LOG_SCHEMA_VERSION  # The era new runs are written in.
     for family, record in _FAMILIES.items():
