@@ -145,9 +145,13 @@ def test_a_live_run_is_not_resumed_twice_and_ctrl_c_stops_it_at_once(
     (tmp_path / "slow.toml").write_text(
         '[council]\nid = "slow"\ntask = "t"\n\n[[members]]\nid = "solo"\nrole = "s"\n'
         'handler = "slow:solo"\n', encoding="utf-8")
+    # A shell starts background jobs with SIGINT ignored, and children inherit that: the
+    # child gets the default back, as a terminal's `wop run` has it.
     with subprocess.Popen([sys.executable, "-m", "wopdsl", "run", "slow.toml", "--run-id", "s1"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, encoding="utf-8") as child:
+                          text=True, encoding="utf-8",
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+                          ) as child:
         assert child.stdout is not None
         assert child.stdout.readline().startswith("run s1 ")
         assert child.stdout.readline() == "handler-started\n"

@@ -53,7 +53,9 @@ def test_v2_run_options_are_bounded_and_surface_unchanged(serve: Any,
     assert status == 201  # No tag is refused on its format.
     snap = served.request("GET", created["statusUrl"], headers=V2)[1]
     assert snap["tags"] == ODD_TAGS and snap["metadata"] == METADATA
-    assert snap["x-wopdsl-councilDigest"].startswith("sha256:")
+    # The closed v2 snapshot carries host state in its extension seat (RFC 0169 §A.4).
+    assert snap["extensions"]["wopdsl.council"]["digest"].startswith("sha256:")
+    assert not [key for key in snap if key.startswith("x-")]
     plain = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
     snap = served.request("GET", plain["statusUrl"], headers=V2)[1]
     assert "tags" not in snap and "metadata" not in snap

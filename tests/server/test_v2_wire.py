@@ -10,6 +10,9 @@ from typing import Any
 from tests.server.conftest import ALICE, BOB, COUNCILS
 
 V2 = {"OpenWOP-Version": "2.0"}
+SUBJECT_LANES = {"api-key", "oauth2", "oidc", "mtls", "saml", "scim", "ldap", "workload",
+                 "session", "anonymous"}
+"""``lane`` of v2 ``subject.schema.json`` (RFC 0170); ``anonymous`` only with kind anonymous."""
 
 
 def _lower(headers: dict[str, str]) -> dict[str, str]:
@@ -86,6 +89,10 @@ def test_the_chat_page_keeps_get_runs_without_the_header(serve: Any) -> None:
     assert status == 200 and "<html" in page.lower()
     status, snap, _ = served.request("GET", f"/runs/{run_id}", headers=V2)
     assert status == 200 and snap["owner"]["tenant"] == "local"
+    # v2 subject.schema.json: `lane` is one of its enum; the local user of a host without
+    # tokens signs in with no key (a session), a token holder with one (api-key, below).
+    lane = snap["owner"]["subject"]["lane"]
+    assert lane == "session" and lane in SUBJECT_LANES
 
 
 def test_the_v2_owner_is_who_started_the_run_not_the_caller(serve: Any,
@@ -100,9 +107,10 @@ def test_the_v2_owner_is_who_started_the_run_not_the_caller(serve: Any,
     status, as_alice, _ = served.request("GET", f"/runs/{store_id}", headers=V2)
     assert status == 200 and as_alice["runId"] == f"alice/{store_id}"
     expected = {"tenant": "bob", "subject": {"issuer": "wopdsl", "subjectId": "bob",
-                                             "tenant": "bob", "lane": "interactive",
+                                             "tenant": "bob", "lane": "api-key",
                                              "kind": "user"}}
     assert as_bob["owner"] == as_alice["owner"] == expected
+    assert as_bob["owner"]["subject"]["lane"] in SUBJECT_LANES
     # Negative: alice's own run names her, whoever reads it.
     mine = served.request("POST", "/runs", {"workflowId": "desk"}, headers=V2)[1]
     assert served.request("GET", mine["statusUrl"], headers=V2)[1]["owner"]["tenant"] == "alice"

@@ -108,7 +108,9 @@ class V2Api:
         state = await self.api.host.state_of(request.path_params["run_id"])
         owner = owner_of(state) or tenant  # The recorded starter, not the caller.
         request_ = state.metadata.get("request")
-        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner, request_))
+        lane = "api-key" if self.api.tokens else "session"  # How its principals sign in.
+        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner, request_,
+                                                           lane=lane))
 
     async def events(self, request: Request) -> Response:
         """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page."""

@@ -58,7 +58,8 @@ def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
 
 
 def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
-                request: dict[str, Any] | None = None) -> dict[str, Any]:
+                request: dict[str, Any] | None = None, *,
+                lane: str = "api-key") -> dict[str, Any]:
     """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version.
 
     Args:
@@ -69,16 +70,20 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
         request: The run's ``run.started`` ``metadata.request``: the caller's ``metadata``
             and, under ``runOptions``, its ``tags`` and the keys the host added
             (``tenantId``/``scopeId``); ``tags`` and ``metadata`` surface unchanged (v2
-            runs.md §Run options). The council digest moves to ``x-wopdsl-councilDigest``.
+            runs.md §Run options). The council digest moves to the snapshot's extension seat,
+            ``extensions["wopdsl.council"].digest`` (the v2 snapshot is closed; RFC 0169 §A.4).
+        lane: How principals reach this host (``subject.schema.json`` ``lane``):
+            ``api-key`` for a host with bearer tokens, ``session`` for the one local user
+            of a host without them.
     """
     subject = {"issuer": "wopdsl", "subjectId": owner, "tenant": owner,
-               "lane": "interactive", "kind": "user"}
+               "lane": lane, "kind": "user"}
     doc = {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
            "owner": {"tenant": owner, "subject": subject},
            "eventLogSchemaVersion": int(snapshot["eventLogSchemaVersion"])}
     digest = doc.pop("metadata", {}).get("councilDigest")
     if digest:
-        doc["x-wopdsl-councilDigest"] = digest
+        doc["extensions"] = {"wopdsl.council": {"digest": digest}}
     if request is not None:  # The caller's metadata, without what the host added to it.
         options = request.get("runOptions", {})
         hidden = {"runOptions", *options.get("added", ())}
