@@ -1,5 +1,7 @@
 """The v2 ``RunSnapshot`` validates against the spec's closed ``run-snapshot.schema.json``.
 
+Its ``owner`` is also the one ``run.started`` carries on the v2 wire (events.md §Payloads).
+
 ``v2-id-grammar`` and ``v2-owner-subject-required`` (v2 identity.md §1.1, §5): every snapshot
 a v2 client reads — whatever the run's status, on a host with or without tokens — validates,
 ``owner.subject`` included (``subject.schema.json``: a closed record whose ``lane`` is one of
@@ -24,11 +26,12 @@ HERE = Path(__file__).parent / "openwop_v2"
 
 
 def _validator() -> jsonschema.Draft202012Validator:
-    ids = bundled_schemas().documents["v2/ids.schema.json"]
-    docs = [ids] + [json.loads((HERE / f"{name}.schema.json").read_text())
-                    for name in ("run-snapshot", "subject", "agent-ref")]
+    bundled = bundled_schemas().documents
+    docs = [json.loads((HERE / f"{name}.schema.json").read_text())
+            for name in ("run-snapshot", "agent-ref")]
+    docs += [bundled["v2/ids.schema.json"], bundled["v2/subject.schema.json"]]
     registry = Registry().with_resources((d["$id"], Resource.from_contents(d)) for d in docs)
-    return jsonschema.Draft202012Validator(docs[1], registry=registry)
+    return jsonschema.Draft202012Validator(docs[0], registry=registry)
 
 
 SNAPSHOT = _validator()
@@ -48,6 +51,14 @@ def _settled(served: Any, url: str, want: str) -> dict[str, Any]:
     raise AssertionError(f"{url} never reached {want}: {snap['status']}")
 
 
+def _started_owner(served: Any, url: str) -> Any:
+    """``run.started``'s ``owner`` as the v2 poll serves it."""
+    page = served.request("GET", url + "/events/poll", headers=V2)[1]
+    started = [e for e in page["events"] if e["type"] == "run.started"]
+    assert len(started) == 1
+    return started[0]["payload"]["owner"]
+
+
 def test_every_status_of_a_tokenless_host_validates(serve: Any) -> None:
     served = serve(COUNCILS / "desk.toml", args=("--conformance",))
     urls = {wf: served.request("POST", "/runs", {"workflowId": wf, "inputs": inputs},
@@ -62,6 +73,7 @@ def test_every_status_of_a_tokenless_host_validates(serve: Any) -> None:
         snap = _settled(served, urls[wf], want)
         assert _errors(snap) == [], (wf, snap)
         assert snap["owner"]["subject"]["lane"] == "session"  # The local user: no key.
+        assert _started_owner(served, urls[wf]) == snap["owner"]  # events.md §Payloads.
 
 
 def test_a_token_hosts_snapshot_validates_and_what_it_refuses(serve: Any,
@@ -73,6 +85,8 @@ def test_a_token_hosts_snapshot_validates_and_what_it_refuses(serve: Any,
     snap = served.request("GET", created["statusUrl"], headers=V2)[1]
     assert _errors(snap) == []
     assert snap["owner"]["subject"]["lane"] == "api-key"
+    assert _started_owner(served, created["statusUrl"]) == snap["owner"]
+    assert snap["owner"]["tenant"] == "alice"
     assert snap["extensions"]["wopdsl.council"]["digest"].startswith("sha256:")
     # Negative: the shapes the host served before, and a foreign lane, do not validate.
     subject = {**snap["owner"]["subject"], "lane": "interactive"}

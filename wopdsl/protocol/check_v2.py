@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wopdsl.protocol.check import Violation, check_events
-from wopdsl.protocol.openwop import OpenWopSchemas, bundled_schemas, describe
+from wopdsl.protocol.openwop import OpenWopSchemas, bundled_schemas, errors_of
 from wopdsl.protocol.v2_events import event_v2, is_hatch
 
 __all__ = ["as_v2", "check_events_v2", "v2_event_errors"]
@@ -79,15 +79,8 @@ def v2_event_errors(event: Mapping[str, Any], schemas: OpenWopSchemas | None = N
 
 
 def _errors(validator: Any, instance: Any) -> list[str]:
-    """The violations of ``instance``; a ``$ref`` to a file not bundled is one, not a crash."""
-    from referencing.exceptions import Unresolvable
-
-    try:
-        return [describe(error) for error in validator.iter_errors(instance)
-                if not _both_type_branches(error)]
-    except Unresolvable as exc:
-        return [f"<root>: cannot be checked: it reaches {exc.ref!r}, a schema not bundled "
-                "(see wopdsl/protocol/schemas/SOURCES.md)"]
+    """The violations of ``instance``, the registry's double ``type`` branch set aside."""
+    return errors_of(validator, instance, keep=lambda error: not _both_type_branches(error))
 
 
 def check_events_v2(events: Iterable[Mapping[str, Any]], *, tenant: str = "local",

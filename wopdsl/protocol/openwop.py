@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMAS_PACKAGE", "OpenWopSchemas", "bundled_schemas", "schema_files"]
+__all__ = ["SCHEMAS_PACKAGE", "OpenWopSchemas", "bundled_schemas", "errors_of", "schema_files"]
 
 SCHEMAS_PACKAGE = "wopdsl.protocol"
 """The package whose ``schemas/`` folder holds the bundled schema files."""
@@ -138,8 +138,8 @@ class OpenWopSchemas:
 
     def event_errors(self, event: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         """Yield ``(check, message)`` for every schema violation of ``event``."""
-        for error in self.envelope.iter_errors(event):
-            yield "envelope", describe(error)
+        for message in errors_of(self.envelope, event):
+            yield "envelope", message
         type_ = event.get("type")
         payload = event.get("payload")
         checks: list[tuple[str, Any, Any]] = []
@@ -158,8 +158,24 @@ class OpenWopSchemas:
                 checks.append(("conversation.exchanged", self.conversation_exchanged, payload))
                 checks.append(("turn", self.turn, payload.get("turn")))
         for label, validator, instance in checks:
-            for error in validator.iter_errors(instance):
-                yield label, describe(error)
+            for message in errors_of(validator, instance):
+                yield label, message
+
+
+def errors_of(validator: Any, instance: Any,
+              keep: Callable[[Any], bool] = lambda error: True) -> list[str]:
+    """One line per violation of ``instance`` (:func:`describe`), for the errors ``keep`` keeps.
+
+    A ``$ref`` to a schema file that is not bundled is reported as one violation naming it,
+    not raised: a log may hold an event type whose payload schema wopdsl does not ship.
+    """
+    from referencing.exceptions import Unresolvable
+
+    try:
+        return [describe(error) for error in validator.iter_errors(instance) if keep(error)]
+    except Unresolvable as exc:
+        return [f"<root>: cannot be checked: it reaches {exc.ref!r}, a schema not bundled "
+                "(see wopdsl/protocol/schemas/SOURCES.md)"]
 
 
 def describe(error: Any) -> str:

@@ -9,6 +9,8 @@ v2 keeps the event envelope; what changes is in the ids and the payloads (RFC 01
   (``council-1:room:convo:start`` → ``council-1~3Aroom~3Aconvo~3Astart``), the same
   projection a bound id gets in a URL path segment (RFC 0184).
 - ``output.chunk`` carries the bound ``runId`` the v2 def requires.
+- ``run.started`` carries ``owner {tenant, subject}``, the block ``RunSnapshot.owner`` has
+  (``events.md`` §Payloads, ``identity.md`` §1.1): the principal who started the run.
 - A payload field the event's v2 def does not name travels under the vendor hatch
   (RFC 0185: ``x-wopdsl-<field>``) rather than being dropped; a v2 reader that knows only
   the spec ignores it. ``conversation.opened``/``conversation.closed`` keep the fields of
@@ -27,7 +29,7 @@ from typing import Any, Final
 
 from wopdsl.protocol.codemap import v2_type
 
-__all__ = ["HATCH", "bind", "event_v2", "is_hatch", "project", "v2_fields"]
+__all__ = ["HATCH", "bind", "event_v2", "is_hatch", "owner_v2", "project", "v2_fields"]
 
 HATCH: Final = "x-wopdsl-"
 """Prefix of a council field carried under the RFC 0185 vendor hatch."""
@@ -114,12 +116,36 @@ def _payload_v2(event_type: str, payload: Mapping[str, Any], tenant: str, run_id
     return out
 
 
-def event_v2(event: Mapping[str, Any], tenant: str) -> dict[str, Any]:
-    """A stored event as v2 serves it to ``tenant``: v2 type name, bound ids, v2 payload."""
+def owner_v2(principal: str, lane: str = "session") -> dict[str, Any]:
+    """The v2 ``owner`` block of a run ``principal`` started (``subject.schema.json``).
+
+    Args:
+        principal: Who started the run; its own tenant.
+        lane: How principals reach the host (``subject.schema.json`` ``lane``): ``api-key``
+            for a host with bearer tokens, ``session`` for the one local user of a host
+            without them (and of a log read outside any host).
+    """
+    return {"tenant": principal, "subject": {"issuer": "wopdsl", "subjectId": principal,
+                                             "tenant": principal, "lane": lane,
+                                             "kind": "user"}}
+
+
+def event_v2(event: Mapping[str, Any], tenant: str, *, lane: str = "session"
+             ) -> dict[str, Any]:
+    """A stored event as v2 serves it to ``tenant``: v2 type name, bound ids, v2 payload.
+
+    ``lane`` is the owner's sign-in lane that ``run.started``'s ``owner`` names
+    (:func:`owner_v2`).
+    """
     run_id = str(event["runId"])
     type_ = v2_type(str(event.get("type")))  # The codemap's v2 name (agent.tool-called).
     doc = {**event, "runId": bind(tenant, run_id), "type": type_}
     payload = event.get("payload")
     if isinstance(payload, Mapping):
         doc["payload"] = _payload_v2(type_, payload, tenant, run_id)
+        if type_ == "run.started" and "owner" not in payload:
+            metadata = payload.get("metadata")
+            principal = metadata.get("principal") if isinstance(metadata, Mapping) else None
+            doc["payload"]["owner"] = owner_v2(
+                principal if isinstance(principal, str) else tenant, lane)
     return doc

@@ -38,6 +38,8 @@ class V2Api:
 
     def __init__(self, api: Api) -> None:
         self.api = api
+        self._lane = "api-key" if api.tokens else "session"
+        """How this host's principals sign in (v2 ``subject.schema.json`` ``lane``)."""
 
     def routes(self) -> list[Route]:
         """Discovery (both representations) first, then the unversioned v2 paths."""
@@ -108,9 +110,8 @@ class V2Api:
         state = await self.api.host.state_of(request.path_params["run_id"])
         owner = owner_of(state) or tenant  # The recorded starter, not the caller.
         request_ = state.metadata.get("request")
-        lane = "api-key" if self.api.tokens else "session"  # How its principals sign in.
         return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner, request_,
-                                                           lane=lane))
+                                                           lane=self._lane))
 
     async def events(self, request: Request) -> Response:
         """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page."""
@@ -119,10 +120,11 @@ class V2Api:
         if sse.wants_sse(request):
             await self.api.state_for(request, "read")  # 404, 403 (the v1 rules).
             return sse.stream(self.api.feeds, run_id, sse.cursor_of(request),
-                              lambda frame: _frame_v2(frame, tenant), name=v2_type)
+                              lambda frame: _frame_v2(frame, tenant, self._lane),
+                              name=v2_type)
         return _rewrite(await self.api.events(request), lambda page: {
             **page, "runId": bind(tenant, run_id),
-            "events": [event_v2(e, tenant) for e in page["events"]]})
+            "events": [event_v2(e, tenant, lane=self._lane) for e in page["events"]]})
 
     async def poll(self, request: Request) -> Response:
         """``GET /runs/{runId}/events/poll?afterSequence=N&timeout=S`` (events.md §Poll)."""
@@ -145,7 +147,7 @@ class V2Api:
         status, last = state.status, state.last_sequence
         return _rewrite(response, lambda page: {
             "runId": bind(tenant, run_id),
-            "events": [event_v2(e, tenant) for e in page["events"]],
+            "events": [event_v2(e, tenant, lane=self._lane) for e in page["events"]],
             "lastSequence": last, "status": status,
             "isTerminal": status in ("completed", "failed", "cancelled")})
 
@@ -214,5 +216,5 @@ def _rewrite(response: Response, change: Callable[[dict[str, Any]], dict[str, An
                         headers=headers)
 
 
-def _frame_v2(frame: Frame, tenant: str) -> bytes:
-    return orjson.dumps(event_v2(orjson.loads(frame.data), tenant))
+def _frame_v2(frame: Frame, tenant: str, lane: str) -> bytes:
+    return orjson.dumps(event_v2(orjson.loads(frame.data), tenant, lane=lane))

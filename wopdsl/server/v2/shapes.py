@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from wopdsl.protocol.v2_events import bind, event_v2, project
+from wopdsl.protocol.v2_events import bind, event_v2, owner_v2, project
 from wopdsl.server.v2.negotiate import PROTOCOL_VERSIONS
 from wopdsl.state.snapshot import EVENT_LOG_SCHEMA_VERSION
 
@@ -76,10 +76,8 @@ def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
             ``api-key`` for a host with bearer tokens, ``session`` for the one local user
             of a host without them.
     """
-    subject = {"issuer": "wopdsl", "subjectId": owner, "tenant": owner,
-               "lane": lane, "kind": "user"}
     doc = {**snapshot, "runId": bind(tenant, str(snapshot["runId"])),
-           "owner": {"tenant": owner, "subject": subject},
+           "owner": owner_v2(owner, lane),
            "eventLogSchemaVersion": int(snapshot["eventLogSchemaVersion"])}
     digest = doc.pop("metadata", {}).get("councilDigest")
     if digest:
