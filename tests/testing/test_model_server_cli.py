@@ -23,9 +23,12 @@ WOP = Path(sys.executable).with_name("wop")
 
 @contextmanager
 def model_server(answers: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    # A shell starts background jobs with SIGINT ignored, and children inherit that: the
+    # server gets the default back, as a terminal's has it (Ctrl-C is how it is stopped).
     with subprocess.Popen(
             [sys.executable, "-m", "wopdsl.testing.model_server", str(answers), "--port", "0",
-             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as server:
+             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as server:
         try:
             assert server.stdout is not None
             yield server, server.stdout.readline().strip()
