@@ -59,7 +59,7 @@ def run_url(tenant: str, run_id: str, suffix: str = "") -> str:
 
 def snapshot_v2(snapshot: dict[str, Any], tenant: str, owner: str,
                 request: dict[str, Any] | None = None, *,
-                lane: str = "api-key") -> dict[str, Any]:
+                lane: str = "session") -> dict[str, Any]:
     """A v1 ``RunSnapshot`` as v2 carries it: bound run id, ``owner``, log schema version.
 
     Args:
