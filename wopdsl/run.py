@@ -246,10 +246,15 @@ class Run:
         return message
 
     async def approve(self, call: str | None = None, *, as_: str | None = None,
-                      reject: bool = False, reason: str = "") -> str:
+                      reject: bool = False, reason: str = "",
+                      principal: str | None = None) -> str:
         """Decide a tool call waiting for approval (``approval = MEMBER``); return its id.
 
         ``call``: the call id (default: the one waiting); a rejection is the tool's result.
+        ``principal``: who decided, when someone other than the store's owner decides for the
+        approver (a host's authenticated caller); the log records it as ``decidedBy`` and
+        ``approval.granted``/``approval.rejected`` ``principal`` (default: the approver).
+        Whether that principal may decide is the caller's check (``wop serve`` does it).
 
         Raises:
             ValidationError: nothing waits, several do and ``call`` is missing, or ``as_``
@@ -257,7 +262,8 @@ class Run:
         """
         engine = await self._aengine()
         was_waiting = await self.astatus() == "waiting-input"
-        decided = await engine.decide(call, as_=as_, grant=not reject, reason=reason)
+        decided = await engine.decide(call, as_=as_, grant=not reject, reason=reason,
+                                      principal=principal)
         await self._drive_on(was_waiting)
         return decided
 

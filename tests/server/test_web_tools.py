@@ -60,7 +60,7 @@ def test_approve_from_the_page_makes_the_call_once(page: Callable[..., Page],
     p = _desk(page, model_server)
     run_id = p.start("desk")
     box = wait_for("the approval box", lambda: _asked(p))
-    wait_for("the run to wait", lambda: p.status() == "waiting-input")
+    wait_for("the run to wait", lambda: p.status() == "waiting-approval")
     assert _restarts(p) == []
     assert box.find_element("css selector", ".what").text == (
         'oncall to decide: sre asks to call restart_service: restart_service({"service": "api"})')
@@ -116,11 +116,12 @@ def test_reject_from_the_page_with_tokens(page: Callable[..., Page], tokens_file
     wait_for("the run's end", lambda: p.status() == "completed", timeout=30)
     assert _restarts(p) == []  # never called
     tool = next(m for m in model_server.requests[1].body["messages"] if m["role"] == "tool")
-    assert tool["content"] == ("error (REJECTED): not called: oncall rejected this call: not "
+    # The log (and so the model) names the principal who decided: alice, for oncall.
+    assert tool["content"] == ("error (REJECTED): not called: alice rejected this call: not "
                                "during the sale")
     (_id, _head, state, _outcome), = wait_for(
         "the rejection", lambda: [c for c in p.js(_CALLS_JS) if "forbidden" in c[2]])
-    assert state.startswith("rejected by oncall: not during the sale · forbidden REJECTED · ")
+    assert state.startswith("rejected by alice: not during the sale · forbidden REJECTED · ")
     assert ALICE not in p.driver.page_source and BOB not in p.driver.page_source
     body = json.dumps(model_server.requests[1].body)
     assert ALICE not in body

@@ -9,6 +9,7 @@ import pytest
 from tests.openwop_schemas import load_schemas
 from tests.tools.conftest import effects_in, tool_council
 from wopdsl import ValidationError
+from wopdsl.state import wire_status
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 DONE = Answer({"summary": "done"})
@@ -100,3 +101,36 @@ async def test_no_other_turn_is_dispatched_while_an_approval_waits(
                   if e["type"] == "node.started" and e.get("nodeId") == "scribe")
     assert scribe > granted
     assert [e["tool"] for e in effects_in(effects)] == ["restart_service"]
+
+
+async def test_the_wire_says_waiting_approval_when_only_approvals_wait(
+        server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
+    run = await tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",)).arun(
+        store="memory:")
+    assert run.status == "waiting-input"  # The fold: a person must act.
+    snap = run.snapshot()  # The RunSnapshot: it is an approval the run waits for.
+    assert (snap["status"], snap["currentNodeId"]) == ("waiting-approval", "sre")
+    assert wire_status(run.state) == "waiting-approval"
+    # Decided for the approver by someone else (a host's caller): the log names them.
+    assert await run.approve(principal="alice") == "call/sre/1/0"
+    assert await run.wait() == "completed"
+    events = run.events.to_list()
+    assert [e["payload"]["resumeValue"]["decidedBy"] for e in events
+            if e["type"] == "interrupt.resolved"] == ["alice"]
+    assert [e["payload"] for e in events if e["type"] == "approval.granted"] == [
+        {"gateId": "approval/call/sre/1/0", "principal": "alice"}]
+    load_schemas().check_events(events)
+
+
+async def test_a_person_awaited_beside_an_approval_keeps_waiting_input(
+        server: ScriptedModelServer, effects: Path) -> None:
+    server.add(ToolCalls(("restart_service", {"name": "api"})), DONE)
+    council = tool_council(tools=TOOLS, policy=POLICY, humans=("oncall",))
+    council.human("boss", initial_turn=True)
+    council.room("board", members=["boss"])
+    run = await council.arun(store="memory:")
+    assert run.state.tools.approvals and run.state.waiting_for == ["boss"]
+    snap = run.snapshot()
+    assert (snap["status"], snap["currentNodeId"]) == ("waiting-input", "room:board")
+    assert wire_status(run.state) == run.status == "waiting-input"

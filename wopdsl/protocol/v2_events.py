@@ -11,6 +11,12 @@ v2 keeps the event envelope; what changes is in the ids and the payloads (RFC 01
 - ``output.chunk`` carries the bound ``runId`` the v2 def requires.
 - ``run.started`` carries ``owner {tenant, subject}``, the block ``RunSnapshot.owner`` has
   (``events.md`` §Payloads, ``identity.md`` §1.1): the principal who started the run.
+- The approval events of a tool call take their v2 defs (RFC 0171 §A.4: the legacy shapes
+  are the unified interrupt payloads): ``approval.requested`` is an ``interrupt.requested``
+  of kind ``approval`` (``{kind, key, data}``, the key as ``interrupt.requested`` has it);
+  ``approval.granted``/``approval.rejected`` are ``interrupt.resolved`` (``{nodeId,
+  interruptId, kind}``), the deciding principal and the reason under the hatch
+  (``x-wopdsl-principal``, ``x-wopdsl-reason``).
 - A payload field the event's v2 def does not name travels under the vendor hatch
   (RFC 0185: ``x-wopdsl-<field>``) rather than being dropped; a v2 reader that knows only
   the spec ignores it. ``conversation.opened``/``conversation.closed`` keep the fields of
@@ -40,6 +46,10 @@ _PASSTHROUGH: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _BOUND_KEYS: Final = ("interruptId", "sourceRunId")
 _CONVERSATION_DEFS: Final = {"conversation.opened": "ConversationOpenedPayload",
                              "conversation.closed": "ConversationClosedPayload"}
+_APPROVAL_DATA: Final = frozenset({"artifactId", "artifactType", "title", "description",
+                                   "artifactData", "actions", "approversList",
+                                   "requiredApprovals"})
+"""``approval.requested`` fields that v2 seats in ``ApprovalData`` (``suspend-request``)."""
 _SEATS: Final = {"conversation.exchanged": frozenset({"turn"})}
 """Fields a later spec release seated in a def that the bundled copy predates (RFC 0186)."""
 
@@ -100,6 +110,21 @@ def v2_fields(event_type: str) -> frozenset[str] | None:
     return fields | _SEATS.get(event_type, frozenset())
 
 
+def _approval_v2(event_type: str, payload: Mapping[str, Any], node_id: Any
+                 ) -> Mapping[str, Any]:
+    """A tool call's approval event in its v2 def's shape (see the module docs)."""
+    if event_type == "approval.requested":
+        data = {k: v for k, v in payload.items() if k in _APPROVAL_DATA}
+        rest = {k: v for k, v in payload.items() if k not in _APPROVAL_DATA}
+        return {"kind": "approval", "key": rest.pop("interruptId", ""), "data": data,
+                **{f"{HATCH}{k}": v for k, v in rest.items()}}
+    if event_type in ("approval.granted", "approval.rejected") and "gateId" in payload:
+        rest = {k: v for k, v in payload.items() if k != "gateId"}
+        return {"nodeId": payload.get("nodeId", node_id), "interruptId": payload["gateId"],
+                "kind": "approval", **rest}
+    return payload
+
+
 def _payload_v2(event_type: str, payload: Mapping[str, Any], tenant: str, run_id: str
                 ) -> dict[str, Any]:
     fields = v2_fields(event_type)
@@ -107,7 +132,7 @@ def _payload_v2(event_type: str, payload: Mapping[str, Any], tenant: str, run_id
     for key, value in payload.items():
         if fields is not None and key not in fields and not is_hatch(key):
             out[f"{HATCH}{key}"] = value
-        elif key in _BOUND_KEYS and isinstance(value, str) and "/" not in value:
+        elif key in _BOUND_KEYS and isinstance(value, str):
             out[key] = bind(tenant, project(value))
         else:
             out[key] = value
@@ -142,6 +167,7 @@ def event_v2(event: Mapping[str, Any], tenant: str, *, lane: str = "session"
     doc = {**event, "runId": bind(tenant, run_id), "type": type_}
     payload = event.get("payload")
     if isinstance(payload, Mapping):
+        payload = _approval_v2(type_, payload, event.get("nodeId"))
         doc["payload"] = _payload_v2(type_, payload, tenant, run_id)
         if type_ == "run.started" and "owner" not in payload:
             metadata = payload.get("metadata")

@@ -8,6 +8,9 @@
 - An admin (``[admins] principals = [...]`` in the tokens file) may read, fork and cancel
   every run, and post as its members that name no principal.
 - A member that names a principal speaks only for that principal, whoever else asks.
+- A tool call's approval is decided by who may act as its approver (``approve``, as
+  ``post``): the approver's principal when it names one, else the starter or an admin — a
+  guest of the run may read that a call waits, not decide it.
 
 Everything else is refused with 403 ``forbidden``, before anything is read or appended.
 """
@@ -22,9 +25,11 @@ from wopdsl.server.errors import ApiError
 
 __all__ = ["Access", "Action", "owner_of"]
 
-Action = Literal["read", "fork", "cancel", "post"]
+Action = Literal["read", "fork", "cancel", "post", "approve"]
 
 _OWNER_ONLY: Final = frozenset({"fork", "cancel"})
+_AS_MEMBER: Final = frozenset({"post", "approve"})
+"""Actions taken as a member: that member's principal alone, when it names one."""
 
 
 def owner_of(state: CouncilState) -> str | None:
@@ -60,16 +65,18 @@ class Access:
         Args:
             principal: The caller.
             state: The run.
-            action: ``read``, ``fork``, ``cancel``, or ``post`` (as ``member``).
-            member: For ``post``: the member who speaks.
-            reserved: For ``post``: the principal that member names, if any.
+            action: ``read``, ``fork``, ``cancel``, ``post`` (as ``member``) or ``approve``
+                (decide a tool call whose approver is ``member``).
+            member: For ``post``: the member who speaks; for ``approve``: the approver.
+            reserved: For ``post`` and ``approve``: the principal that member names, if any.
         """
         if not self.tokens:
             return
-        if action == "post" and reserved is not None:
+        if action in _AS_MEMBER and reserved is not None:
             if reserved == principal:
                 return
-            raise ApiError(403, "forbidden", f"member {member} speaks only for its principal; "
+            doing = "speaks" if action == "post" else "decides its approvals"
+            raise ApiError(403, "forbidden", f"member {member} {doing} only for its principal; "
                            "this token belongs to another", {"member": member})
         owner = owner_of(state)
         if principal == owner or principal in self.tokens.admins:
@@ -82,14 +89,15 @@ class Access:
 def _forbidden(state: CouncilState, principal: str, action: Action,
                member: str | None) -> ApiError:
     doing = {"read": "read", "fork": "fork", "cancel": "cancel",
-             "post": f"post as {member} in"}[action]
+             "post": f"post as {member} in",
+             "approve": f"decide the approvals of {member} in"}[action]
     details: dict[str, object] = {"runId": state.run_id, "action": action}
     if member is not None:
         details["member"] = member
-    if action in _OWNER_ONLY or action == "post":
+    if action in _OWNER_ONLY or action in _AS_MEMBER:
         who = "who started it or an admin"
     else:
         who = "who started it, a principal one of its members names, or an admin"
-    details["hint"] = f"only {who} may {action} this run"
+    details["hint"] = f"only {who} may {doing} this run"
     return ApiError(403, "forbidden", f"{principal} may not {doing} run {state.run_id}: it "
                     "was started by another principal", details)

@@ -4,29 +4,39 @@ The member whose turn waits is the suspended node (``node.suspended`` with ``kin
 "approval"``); the body's ``resumeValue`` is an approval resume (interrupt.md
 ``ApprovalResume``): ``{"action": "accept" | "reject", "comment"?: text}``, and
 ``interruptId`` (the approval's key) or ``callId`` when several calls of the member wait.
-Only the approver may decide: with bearer tokens, the token of the approver's ``principal``.
+Who may decide is the host's rule (:mod:`wopdsl.server.access`, action ``approve``): the
+approver's ``principal`` when it names one, else the run's starter or an admin.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from wopdsl import CouncilState, MemberSpec
 from wopdsl.server.errors import ApiError
 
 __all__ = ["Decision", "approval_at"]
 
-Decision = tuple[str, str, bool, str]
-"""``(call id, approver, grant, reason)``."""
+
+class Decision(NamedTuple):
+    """What an approval resume decides."""
+
+    call: str
+    """The call's id (``call/{member}/{position}/{n}``)."""
+    approver: str
+    """The human member who decides it."""
+    reserved: str | None
+    """The principal the approver names (only it may decide), if any."""
+    grant: bool
+    reason: str
 
 
 def approval_at(state: CouncilState, members: dict[str, MemberSpec], node_id: str,
-                resume: Any, principal: str | None, *, tokens: bool) -> Decision:
-    """Check an approval resume for node ``node_id``; return what to decide.
+                resume: Any) -> Decision:
+    """Check an approval resume for node ``node_id``; return what it decides.
 
     Raises:
-        ApiError: 404 when nothing waits at the node, 400 for a malformed value, 403 for a
-            token that is not the approver's.
+        ApiError: 404 when nothing waits at the node, 400 for a malformed value.
     """
     waiting = [a for a in state.tools.approvals.values() if a.member == node_id]
     if not waiting:
@@ -49,13 +59,11 @@ def approval_at(state: CouncilState, members: dict[str, MemberSpec], node_id: st
                        {"field": "resumeValue.interruptId",
                         "interrupts": [a.key for a in waiting]})
     pending = chosen[0]
-    approver = members.get(pending.approver)
-    if tokens and approver is not None and approver.principal is not None and \
-            approver.principal != principal:
-        raise ApiError(403, "forbidden", f"only {pending.approver}'s principal may decide "
-                       f"call {pending.call_id}", {"member": pending.approver})
     reason = resume.get("comment") or resume.get("reason") or ""
     if not isinstance(reason, str) or len(reason) > 2000:
         raise ApiError(400, "validation_error", "resumeValue.comment must be text (at most "
                        "2000 characters)", {"field": "resumeValue.comment"})
-    return pending.call_id, pending.approver, resume["action"] == "accept", reason
+    approver = members.get(pending.approver)
+    return Decision(pending.call_id, pending.approver,
+                    approver.principal if approver is not None else None,
+                    resume["action"] == "accept", reason)

@@ -259,14 +259,18 @@ class Host:
         return message
 
     async def approve(self, run: Run, *, call: str, member: str, grant: bool,
-                      reason: str) -> str:
+                      reason: str, principal: str | None = None) -> str:
         """Decide a tool call waiting for ``member``'s approval; wake the supervisor.
+
+        ``principal``: the caller who decided (recorded as ``decidedBy``; ``None``: the
+        approver, as a local decision is recorded).
 
         Raises:
             ApiError: 422 when the decision is refused (nothing appended).
         """
         try:
-            decided = await run.approve(call, as_=member, reject=not grant, reason=reason)
+            decided = await run.approve(call, as_=member, reject=not grant, reason=reason,
+                                        principal=principal)
         except WopError as exc:
             raise from_wop_error(exc, refused_turn=True) from None
         await self._woken(run)

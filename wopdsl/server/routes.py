@@ -27,7 +27,7 @@ from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
 from wopdsl.server.v2.negotiate import major_of
-from wopdsl.state import CouncilState, build_snapshot
+from wopdsl.state import CouncilState, build_snapshot, wire_status
 from wopdsl.store import Answer
 
 __all__ = ["Api"]
@@ -123,7 +123,7 @@ class Api:
             run = await self.host.create(workflow_id, task=task, metadata=metadata,
                                          run_id=run_id,
                                          principal=principal if self.tokens else None)
-            return 201, {"runId": run.run_id, "status": await run.astatus(),
+            return 201, {"runId": run.run_id, "status": await _status(run),
                          "eventsUrl": f"/v1/runs/{run.run_id}/events",
                          "statusUrl": f"/v1/runs/{run.run_id}"}
 
@@ -169,7 +169,7 @@ class Api:
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
             return sse.stream(self.feeds, run_id, after)
-        return await sse.events_json(self.host.store, run_id, after, state.status)
+        return await sse.events_json(self.host.store, run_id, after, wire_status(state))
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
@@ -181,7 +181,7 @@ class Api:
                                                    high=int(self.limits.max_poll_s))
 
         async def status() -> str:
-            return (await self.host.state_of(run_id)).status
+            return wire_status(await self.host.state_of(run_id))
 
         return await sse.poll(self.feeds, self.host.store, run_id, after, timeout, status)
 
@@ -196,23 +196,24 @@ class Api:
 
         async def act(keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
             run, state = await self.run_for(request, "read")
+            members = {m.id: m for m in _council_spec(run, state).members}
             if node_id.removeprefix("room:") not in state.rooms or any(
                     a.member == node_id for a in state.tools.approvals.values()):
                 # a member's node: its tool call waits for approval
-                call, approver, grant, reason = approval_at(
-                    state, {m.id: m for m in _council_spec(run, state).members}, node_id,
-                    body["resumeValue"], principal, tokens=bool(self.tokens))
-                await self.host.approve(run, call=call, member=approver, grant=grant,
-                                        reason=reason)
+                decision = approval_at(state, members, node_id, body["resumeValue"])
+                self.access.check(principal, state, "approve", decision.approver,
+                                  decision.reserved)
+                await self.host.approve(run, call=decision.call, member=decision.approver,
+                                        grant=decision.grant, reason=decision.reason,
+                                        principal=principal if self.tokens else None)
                 return 200, {"runId": run_id, "nodeId": node_id,
-                             "status": await run.astatus(), "callId": call}
+                             "status": await _status(run), "callId": decision.call}
             room = room_of(state, node_id)
             if state.status in TERMINAL_STATUSES:
                 code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"
                 raise ApiError(422 if state.status == "cancelled" else 409, code,
                                f"run {run_id} has ended ({state.status}); it takes no more "
                                "turns", {"runId": run_id, "status": state.status})
-            members = {m.id: m for m in _council_spec(run, state).members}
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
             self.access.check(principal, state, "post", speaker.member, speaker.principal)
             check_mentions(state, room, body["resumeValue"])
@@ -230,7 +231,7 @@ class Api:
                                             answer=None if keep is None else keeping)
             if keep is not None and keep.kept is not None:
                 return keep.kept.status, keep.kept.body  # Kept with the turn: what retries get.
-            return 200, answered(message, await run.astatus())
+            return 200, answered(message, await _status(run))
 
         return await self._once(request, f"/v1/runs/{run_id}/interrupts/{node_id}", body, act)
 
@@ -247,7 +248,7 @@ class Api:
                            {"runId": run.run_id, "status": status})
         if status not in TERMINAL_STATUSES:  # v1: idempotent, 200 with the terminal status.
             await self.host.cancel(run, reason)
-        return JSONResponse({"runId": run.run_id, "status": await run.astatus()})
+        return JSONResponse({"runId": run.run_id, "status": await _status(run)})
 
     async def run_action(self, request: Request) -> Response:
         """``POST /v1/runs/{runId}:fork``, ``:pause`` and ``:resume``."""
@@ -284,7 +285,7 @@ class Api:
             raise from_wop_error(exc) from None
         run = await self.host.adopt(new_id)
         return JSONResponse({"runId": new_id, "sourceRunId": run_id, "fromSeq": from_seq,
-                             "mode": mode, "status": await run.astatus(),
+                             "mode": mode, "status": await _status(run),
                              "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
 
 
@@ -310,11 +311,16 @@ class Api:
                            {"field": "drainPolicy", "allowed": list(DRAIN_POLICIES)})
 
         async def act(_keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
-            run, _state = await self.run_for(request, "cancel", run_id)
-            if action == "pause":
-                status = await self.host.pause(run, reason, drain=policy != "immediate")
-                return 202, {"runId": run_id, "status": status, "drainPolicy": policy}
-            return 202, {"runId": run_id, "status": await self.host.unpause(run)}
+            run, state = await self.run_for(request, "cancel", run_id)
+            try:
+                if action == "pause":
+                    status = await self.host.pause(run, reason, drain=policy != "immediate")
+                    return 202, {"runId": run_id, "status": status, "drainPolicy": policy}
+                return 202, {"runId": run_id, "status": await self.host.unpause(run)}
+            except ApiError as exc:  # The status as the wire names it: waiting-approval.
+                if exc.details.get("runStatus") == state.status:
+                    exc.details["runStatus"] = wire_status(state)
+                raise
 
         return await self._once(request, f"/v1/runs/{run_id}:{action}", body, act)
 
@@ -347,6 +353,11 @@ def _first_turn_cut(store: Any, run_id: str) -> int:
     """A fork's default ``fromSeq``: just after the rooms opened (every turn runs again)."""
     return max((e["sequence"] for e in store.read(run_id)
                 if e["type"] == "conversation.opened"), default=0)
+
+
+async def _status(run: Run) -> str:
+    """The run's status as the wire names it (``waiting-approval`` …, :func:`wire_status`)."""
+    return wire_status(await run.astate())
 
 
 def _principal(request: Request) -> str:

@@ -2,7 +2,8 @@
 
 The engine, ``Run``, the CLI, the TUI, the notebook view and the HTTP host all read run
 state through :class:`CouncilState` (council semantics: queue, in-flight turns, turns used,
-status) and :func:`build_snapshot` (the v1 ``RunSnapshot``); none re-implements them.
+status) and :func:`build_snapshot` (the v1 ``RunSnapshot``, whose status is :func:`wire_status`);
+none re-implements them.
 """
 
 from wopdsl.state.fold import CouncilState
@@ -15,7 +16,7 @@ from wopdsl.state.records import (
     RunStatus,
     status_of_event,
 )
-from wopdsl.state.snapshot import build_snapshot, channels
+from wopdsl.state.snapshot import build_snapshot, channels, wire_status
 from wopdsl.state.usage import RunUsage, Usage
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "build_snapshot",
     "channels",
     "status_of_event",
+    "wire_status",
 ]

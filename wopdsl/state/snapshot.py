@@ -25,22 +25,39 @@ def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def wire_status(state: CouncilState) -> str:
+    """The run's status as OpenWOP names it (``RunSnapshot.status``).
+
+    ``waiting-approval`` when the run waits and every wait is a tool call's approval (the run
+    is suspended at approval interrupts only, ``interrupt.md``); otherwise the fold's
+    :attr:`~CouncilState.status` (``waiting-input`` when a person's or an external member's
+    turn is awaited, with or without approvals).
+    """
+    status = state.status
+    if status == "waiting-input" and state.tools.approvals and not state.waiting_for:
+        return "waiting-approval"
+    return status
+
+
 def build_snapshot(state: CouncilState) -> dict[str, Any]:
     """Return the ``RunSnapshot`` of ``state``."""
+    status = wire_status(state)
     snap: dict[str, Any] = {
         "runId": state.run_id or "unknown",
         "workflowId": state.workflow_id or "unknown",
-        "status": state.status,
+        "status": status,
     }
     if state.started_at:
         snap["startedAt"] = state.started_at
     if state.ended_at:
         snap["completedAt"] = state.ended_at
     waiting = state.waiting_for
-    if state.status == "waiting-input" and waiting:
+    if status == "waiting-input" and waiting:
         rooms = state.members[waiting[0]].rooms
         if rooms:
             snap["currentNodeId"] = f"room:{rooms[0]}"
+    elif status == "waiting-approval":  # The member node whose tool call waits.
+        snap["currentNodeId"] = next(iter(state.tools.approvals.values())).member
     nodes: dict[str, Any] = {}
     for member_id, member in state.members.items():
         nodes[member_id] = {

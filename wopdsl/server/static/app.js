@@ -325,7 +325,7 @@ function setStatus(run, status, error) {
   const add = (k, v) => { if (v !== undefined && v !== null && v !== "") facts.append(el("dt", "", k), el("dd", "", v)); };
   add("council", run.workflow?.workflowId);
   add("status", status);
-  add("waiting on", status === "waiting-input" ? run.snapshot?.currentNodeId : "");
+  add("waiting on", status.startsWith("waiting-") ? run.snapshot?.currentNodeId : "");
   add("started", run.snapshot?.startedAt);
   add("ended", run.snapshot?.completedAt);
   if (error && typeof error === "object") add("error", `${error.code || ""} ${error.message || ""}`.trim());

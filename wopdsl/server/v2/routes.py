@@ -7,7 +7,8 @@ idempotency and errors), and renders the answer in the v2 shape (:mod:`.shapes`)
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -27,6 +28,7 @@ from wopdsl.server.routes import Api
 from wopdsl.server.v2.ids import bind, tenant_of, unbind
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.server.v2.shapes import discovery_v2, event_v2, run_url, snapshot_v2
+from wopdsl.state import wire_status
 
 __all__ = ["V2Api"]
 
@@ -140,11 +142,11 @@ class V2Api:
         host = self.api.host
 
         async def status_of() -> str:
-            return (await host.state_of(run_id)).status
+            return wire_status(await host.state_of(run_id))
 
         response = await sse.poll(self.api.feeds, store, run_id, after, timeout, status_of)
         state = await host.state_of(run_id)
-        status, last = state.status, state.last_sequence
+        status, last = wire_status(state), state.last_sequence
         return _rewrite(response, lambda page: {
             "runId": bind(tenant, run_id),
             "events": [event_v2(e, tenant, lane=self._lane) for e in page["events"]],
@@ -154,8 +156,9 @@ class V2Api:
     async def resolve(self, request: Request) -> Response:
         """``POST /runs/{runId}/interrupts/{nodeId}`` ``{resumeValue}``."""
         tenant = _resolve(request, "run_id")
-        return _rewrite(await self.api.resolve(request),
-                        lambda body: {**body, "runId": bind(tenant, body["runId"])})
+        with _bound_details(tenant):
+            response = await self.api.resolve(request)
+        return _rewrite(response, lambda body: {**body, "runId": bind(tenant, body["runId"])})
 
     async def cancel(self, request: Request) -> Response:
         """``POST /runs/{runId}/cancel``."""
@@ -169,17 +172,24 @@ class V2Api:
         tenant = tenant_of(_principal(request))
         request.scope["path_params"]["run_ref"] = f"{unbind(segment, tenant)}{sep}{action}"
         if action != "fork":
-            try:
+            with _bound_details(tenant):
                 response = await self.api.run_action(request)
-            except ApiError as exc:  # A 409's details name the run as v2 does: bound.
-                if isinstance(exc.details.get("runId"), str):
-                    exc.details["runId"] = bind(tenant, exc.details["runId"])
-                raise
             return _rewrite(response, lambda body: {**body, "runId": bind(tenant, body["runId"])})
         return _rewrite(await self.api.run_action(request), lambda body: {
             **body, "runId": bind(tenant, body["runId"]),
             "sourceRunId": bind(tenant, body["sourceRunId"]),
             "eventsUrl": run_url(tenant, body["runId"], "/events")})
+
+
+@contextlib.contextmanager
+def _bound_details(tenant: str) -> Iterator[None]:
+    """An error's ``details.runId`` names the run as v2 does: bound to the tenant."""
+    try:
+        yield
+    except ApiError as exc:
+        if isinstance(exc.details.get("runId"), str):
+            exc.details["runId"] = bind(tenant, exc.details["runId"])
+        raise
 
 
 def _chat_page() -> Handler:
