@@ -55,6 +55,35 @@ def test_an_intruder_names_its_speaker_id_and_a_member_is_accepted(serve: Any) -
     assert (status, body["error"]) == (404, "interrupt_not_found")
 
 
+def test_a_turn_after_cancel_is_interrupt_already_resolved_on_v2(serve: Any) -> None:
+    # RFC 0213 §C (v2 errors.md §One code per state): a resolve on a run that has ended is
+    # 409 interrupt_already_resolved; v2 registers interrupt_cancelled for no state.
+    served = serve(COUNCIL)
+    run_id = served.request("POST", "/v1/runs",
+                            {"workflowId": "conformance-multi-party-council"})[1]["runId"]
+    served.wait_status(run_id, "waiting-input")
+    turn = {"resumeValue": {"role": "agent", "speakerId": "host:conformance-council-a",
+                            "content": "late"}}
+    assert served.request("POST", f"/v1/runs/{run_id}/cancel", {})[0] == 200
+    last = served.request("GET", f"/v1/runs/{run_id}/events")[1]["lastEventSeq"]
+    for node in ("convo", "room:convo", "conformance-council-a"):
+        status, body, _ = served.request("POST", f"/runs/{run_id}/interrupts/{node}", turn,
+                                         headers={"OpenWOP-Version": "2.0"})
+        assert (status, body["error"]) == (409, "interrupt_already_resolved"), (node, body)
+        assert body["details"]["runId"] == f"local/{run_id}"
+    # v1 keeps its answer for a cancelled run; nothing was appended either way.
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/convo", turn)
+    assert (status, body["error"]) == (422, "interrupt_cancelled"), body
+    assert served.request("GET", f"/v1/runs/{run_id}/events")[1]["lastEventSeq"] == last
+    # Negative: a running run takes the turn on v2.
+    live = served.request("POST", "/v1/runs",
+                          {"workflowId": "conformance-multi-party-council"})[1]["runId"]
+    served.wait_status(live, "waiting-input")
+    status, body, _ = served.request("POST", f"/runs/{live}/interrupts/convo", turn,
+                                     headers={"OpenWOP-Version": "2.0"})
+    assert status == 200 and body["runId"] == f"local/{live}", body
+
+
 def test_an_unknown_run_is_run_not_found(serve: Any) -> None:
     served = serve(COUNCIL)
     for path in ("/v1/runs/no-such-run", "/v1/runs/no-such-run/events",

@@ -25,7 +25,7 @@ from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint,
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
-from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
+from wopdsl.server.turns import check_mentions, ended, resolve_speaker, room_of
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot, wire_status
 from wopdsl.store import Answer
@@ -197,6 +197,9 @@ class Api:
         async def act(keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
             run, state = await self.run_for(request, "read")
             members = {m.id: m for m in _council_spec(run, state).members}
+            if state.status in TERMINAL_STATUSES and (
+                    node_id.removeprefix("room:") in state.rooms or node_id in members):
+                raise ended(run_id, node_id, state.status, v2=major_of(request.scope) == 2)
             if node_id.removeprefix("room:") not in state.rooms or any(
                     a.member == node_id for a in state.tools.approvals.values()):
                 # a member's node: its tool call waits for approval
@@ -209,11 +212,6 @@ class Api:
                 return 200, {"runId": run_id, "nodeId": node_id,
                              "status": await _status(run), "callId": decision.call}
             room = room_of(state, node_id)
-            if state.status in TERMINAL_STATUSES:
-                code = "interrupt_cancelled" if state.status == "cancelled" else "run_terminal"
-                raise ApiError(422 if state.status == "cancelled" else 409, code,
-                               f"run {run_id} has ended ({state.status}); it takes no more "
-                               "turns", {"runId": run_id, "status": state.status})
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
             self.access.check(principal, state, "post", speaker.member, speaker.principal)
             check_mentions(state, room, body["resumeValue"])

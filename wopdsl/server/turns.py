@@ -17,7 +17,7 @@ from wopdsl import CouncilState, MemberSpec
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.server.errors import ApiError
 
-__all__ = ["Speaker", "check_mentions", "resolve_speaker", "room_of"]
+__all__ = ["Speaker", "check_mentions", "ended", "resolve_speaker", "room_of"]
 
 _SPEAKER_PREFIX = "host:"
 _OUTSIDE = {"human": "user", "external": "agent"}
@@ -51,6 +51,22 @@ def room_of(state: CouncilState, node_id: str) -> str:
                        {"nodeId": node_id,
                         "interrupts": [f"room:{r}" for r in state.rooms]})
     return room
+
+
+def ended(run_id: str, node_id: str, status: str, *, v2: bool) -> ApiError:
+    """A resolve at a node of a run that has ended (nothing is appended).
+
+    v2: 409 ``interrupt_already_resolved`` whatever the ending (``errors.md`` §One code per
+    state, RFC 0213 §C). v1: 422 ``interrupt_cancelled`` for a cancelled run, else 409
+    ``run_terminal``.
+    """
+    details = {"runId": run_id, "nodeId": node_id, "status": status}
+    message = f"run {run_id} has ended ({status}); it takes no more turns or decisions"
+    if v2:
+        return ApiError(409, "interrupt_already_resolved", message, details)
+    if status == "cancelled":
+        return ApiError(422, "interrupt_cancelled", message, details)
+    return ApiError(409, "run_terminal", message, details)
 
 
 def resolve_speaker(state: CouncilState, members: dict[str, MemberSpec], room: str,
