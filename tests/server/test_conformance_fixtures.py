@@ -6,6 +6,8 @@ the scenario that uses the fixture) with its positive and negative case.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -15,8 +17,10 @@ FIXTURES = {"conformance-noop", "conformance-idempotent", "conformance-delay",
             "conformance-cancellable", "conformance-failure",
             "conformance-conversation-lifecycle", "conformance-conversation-vs-clarification",
             "conformance-conversation-replay", "conformance-multi-party-council",
-            "conformance-multi-party-council-oversize"}
+            "conformance-multi-party-council-oversize", "conformance-approval"}
 SEAM = "/v1/host/sample/conversation/multi-party"
+V2 = {"OpenWOP-Version": "2.0"}
+ACCEPT = {"resumeValue": {"action": "accept"}}
 
 
 def _conformance(serve: Any) -> Served:
@@ -188,6 +192,125 @@ def test_the_multi_party_seam_enforces_the_roster(serve: Any) -> None:
     assert status == 404
 
 
+def _gate(served: Served, run_id: str, *, v2: bool = False,
+          resume: dict[str, Any] | None = None) -> tuple[int, Any]:
+    """Resolve ``conformance-approval``'s gate (node ``gate``) over v1 or v2."""
+    path = f"/runs/{run_id}/interrupts/gate" if v2 else f"/v1/runs/{run_id}/interrupts/gate"
+    status, body, _ = served.request("POST", path, resume or ACCEPT,
+                                     headers=V2 if v2 else None)
+    return status, body
+
+
+def _last(served: Served, run_id: str) -> int:
+    return int(served.request("GET", f"/v1/runs/{run_id}/events")[1]["lastEventSeq"])
+
+
+def test_approval_suspends_at_its_gate_and_completes_after_accept(serve: Any) -> None:
+    served = _conformance(serve)  # The suite's interrupt-approval (v1) and pause-resume.
+    run_id = _create(served, "conformance-approval")
+    snap = served.wait_status(run_id, "waiting-approval", timeout=10)
+    assert snap["currentNodeId"] == "gate"
+    v2_snap = served.request("GET", f"/runs/{run_id}", headers=V2)[1]
+    assert (v2_snap["status"], v2_snap["currentNodeId"]) == ("waiting-approval", "gate")
+    page = served.request("GET", f"/runs/{run_id}/events/poll", headers=V2)[1]
+    assert page["status"] == "waiting-approval" and not page["isTerminal"]
+    last = _last(served, run_id)
+    # Refused, and nothing appended: an action outside {accept, reject}, a node with no
+    # interrupt, and a :pause (the run waits: 409 naming the waiting-* status).
+    assert _gate(served, run_id, resume={"resumeValue": {"action": "maybe"}})[0] == 400
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}/interrupts/no-such-node",
+                                     ACCEPT)
+    assert (status, body["error"]) == (404, "interrupt_not_found")
+    status, body, _ = served.request("POST", f"/v1/runs/{run_id}:pause", {"reason": "race"})
+    assert (status, body["details"]["runStatus"]) == (409, "waiting-approval"), body
+    assert _last(served, run_id) == last
+    assert served.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "waiting-approval"
+    status, body = _gate(served, run_id)
+    assert (status, body["callId"]) == (200, "call/gate/1/0"), body
+    done = served.wait_status(run_id, "completed", "failed", timeout=10)
+    assert done["status"] == "completed" and "currentNodeId" not in done
+    events = served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
+    assert [e["payload"]["resumeValue"] for e in events if e["type"] == "interrupt.resolved"
+            and e["payload"]["kind"] == "approval"] == [{"action": "accept",
+                                                         "decidedBy": "approver"}]
+    assert [e["payload"]["toolName"] for e in events if e["type"] == "agent.toolCalled"] == \
+        ["proceed"]
+
+
+def test_a_rejected_gate_is_the_tools_result_and_the_run_completes(serve: Any) -> None:
+    served = _conformance(serve)
+    run_id = _create(served, "conformance-approval")
+    served.wait_status(run_id, "waiting-approval", timeout=10)
+    status, body = _gate(served, run_id, v2=True, resume={
+        "resumeValue": {"action": "reject", "comment": "not today"}})
+    assert status == 200 and body["runId"] == f"local/{run_id}", body
+    done = served.wait_status(run_id, "completed", "failed", timeout=10)
+    events = served.request("GET", f"/v1/runs/{run_id}/events")[1]["events"]
+    assert [e["type"] for e in events if e["type"].startswith("agent.tool")] == [
+        "agent.toolCalled", "agent.toolReturned"]
+    returned = next(e["payload"] for e in events if e["type"] == "agent.toolReturned")
+    assert returned["status"] == "forbidden"  # Not called: the rejection is its result.
+    assert done["status"] == "completed"
+    assert events[-1]["payload"]["outputs"]["agents"][0]["result"]["summary"].startswith(
+        "did not proceed")
+
+
+def test_a_resolve_after_the_run_ended_is_interrupt_already_resolved_on_v2(
+        serve: Any) -> None:
+    served = _conformance(serve)  # The suite's v2-interrupt-resolve-terminal (RFC 0213 §C).
+    cancelled = _create(served, "conformance-approval")
+    served.wait_status(cancelled, "waiting-approval", timeout=10)
+    status, body, _ = served.request("POST", f"/runs/{cancelled}/cancel", {}, headers=V2)
+    assert (status, body["status"]) == (200, "cancelled"), body
+    last = _last(served, cancelled)
+    status, body = _gate(served, cancelled, v2=True)
+    assert (status, body["error"]) == (409, "interrupt_already_resolved"), body
+    assert body["details"] == {"runId": f"local/{cancelled}", "nodeId": "gate",
+                               "status": "cancelled"}
+    # v1 keeps its own code for a cancelled run.
+    assert _gate(served, cancelled)[1]["error"] == "interrupt_cancelled"
+    # The same at the run's room: one code per state on v2, whatever the node.
+    status, body, _ = served.request("POST", f"/runs/{cancelled}/interrupts/room:convo", {
+        "resumeValue": {"content": "late"}}, headers=V2)
+    assert (status, body["error"]) == (409, "interrupt_already_resolved"), body
+    assert _last(served, cancelled) == last  # Nothing appended.
+    # Completed, then resolved again: the same 409 (v1: run_terminal).
+    completed = _create(served, "conformance-approval")
+    served.wait_status(completed, "waiting-approval", timeout=10)
+    assert _gate(served, completed, v2=True)[0] == 200
+    served.wait_status(completed, "completed", timeout=10)
+    status, body = _gate(served, completed, v2=True)
+    assert (status, body["error"]) == (409, "interrupt_already_resolved"), body
+    assert _gate(served, completed)[1]["error"] == "run_terminal"
+    # Negative: an unknown run is 404 not_found; a node the run never had is 404 too.
+    status, body = _gate(served, "openwopconformanceunknown1", v2=True)
+    assert (status, body["error"]) == (404, "not_found"), body
+    status, body, _ = served.request("POST", f"/runs/{completed}/interrupts/elsewhere", ACCEPT,
+                                     headers=V2)
+    assert (status, body["error"]) == (404, "interrupt_not_found"), body
+
+
+def test_approval_logs_pass_wop_check_on_both_majors(serve: Any) -> None:
+    served = _conformance(serve)
+    runs = [_create(served, "conformance-approval") for _ in range(2)]
+    for run_id, action in zip(runs, ("accept", "reject"), strict=True):
+        served.wait_status(run_id, "waiting-approval", timeout=10)
+        assert _gate(served, run_id, resume={"resumeValue": {"action": action}})[0] == 200
+        served.wait_status(run_id, "completed", timeout=10)
+    v2_events = served.request("GET", f"/runs/{runs[0]}/events", headers=V2)[1]["events"]
+    granted = next(e["payload"] for e in v2_events if e["type"] == "approval.granted")
+    assert granted == {"nodeId": "gate", "kind": "approval",
+                       "interruptId": "local/approval~2Fcall~2Fgate~2F1~2F0",
+                       "x-wopdsl-principal": "approver"}
+    assert served.stop() == 0
+    for run_id in runs:
+        for flags in ((), ("--v2",)):
+            checked = subprocess.run(
+                [sys.executable, "-m", "wopdsl", "check", *flags, "--store", str(served.store),
+                 run_id], capture_output=True, text=True, timeout=60, check=False)
+            assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 # The capability families the official suite's not-run scenarios gate on (docs/openwop.md
 # §Conformance): none may be advertised, or those scenarios would apply and have to pass.
 UNADVERTISED = {"webhooks", "a2a", "a2ui", "mcp", "agents", "multiAgent", "oauth",
@@ -197,7 +320,7 @@ UNADVERTISED = {"webhooks", "a2a", "a2ui", "mcp", "agents", "multiAgent", "oauth
                 "toolCatalog", "toolHooks", "nodePackRuntimes", "workflowChainPacks", "runList",
                 "runDiff", "streamModes", "httpClient", "deadLetter", "compensation",
                 "effectSeams", "artifactTypes", "portability", "profiles", "capabilities",
-                "minClientVersion", "replay"}
+                "minClientVersion", "replay", "interrupt", "restTransport"}
 
 
 def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:

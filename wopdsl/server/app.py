@@ -76,11 +76,13 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
     served = councils.values() if isinstance(councils, Mapping) else councils
     loaded = [c if isinstance(c, Council) else load(Path(c)) for c in served]
     extra: list[Route] = []
+    stand_in: Any = None  # The approval fixture's model (a loopback server while serving).
     if conformance:  # OpenWOP conformance fixtures and test seam (docs/openwop.md).
-        from wopdsl.server.conformance import FIXTURES, fixture_councils
+        from wopdsl.server.conformance import FIXTURES, StandIn, fixture_councils
         from wopdsl.server.conformance.seam import MultiPartySeam
 
-        loaded += fixture_councils()
+        stand_in = StandIn()
+        loaded += fixture_councils(stand_in)
     host = Host(st, loaded, limits)
     if conformance:
         host.fixtures = frozenset(FIXTURES)
@@ -90,6 +92,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if stand_in is not None:
+            stand_in.start()
         taken = await host.start()
         if taken:
             _log.info("resumed %d unfinished run(s): %s", len(taken), ", ".join(taken))
@@ -98,6 +102,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         finally:
             await feeds.close()
             await host.stop()
+            if stand_in is not None:
+                stand_in.stop()
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
               for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api), *extra,

@@ -188,9 +188,11 @@ class Host:
         state = handle.state
         served = self.councils.get(state.workflow_id or "")
         if served is not None and state.council:
-            council = Council.from_spec(CouncilSpec.model_validate(state.council),
-                                        source=served.source)
-            council.handlers = dict(served.handlers)
+            spec = CouncilSpec.model_validate(state.council)
+            council = served  # Its compiled graph: tools, and the agents as configured.
+            if spec.digest() != served.spec.digest():  # The run's own declaration.
+                council = Council.from_spec(spec, source=served.source)
+                council.handlers, council.tools = dict(served.handlers), dict(served.tools)
             handle = council.open(run_id, self.store)
         return handle, handle.status
 

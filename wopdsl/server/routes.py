@@ -388,6 +388,9 @@ def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
 
 
 def _has_llm_members(host: Host) -> bool:
-    """Whether a council served has ``llm`` members, whose agent turns carry RFC 0109 provenance."""
-    return any(member.engine == "llm"
-               for council in host.councils.values() for member in council.members)
+    """Whether a council served has ``llm`` members, whose agent turns carry RFC 0109 provenance.
+
+    Conformance fixtures do not count: ``conformance-approval``'s gate posts no turn.
+    """
+    return any(member.engine == "llm" for council in host.councils.values()
+               if council.id not in host.fixtures for member in council.members)

@@ -178,14 +178,17 @@ class ScriptedModelServer(LoopbackService):
         tls: A server-side TLS context (certificate loaded): serve HTTPS, and ``url`` is an
             ``https://`` address (its certificate must name ``127.0.0.1``).
         port: The port to listen on (default: a free one).
+        keep_requests: Keep every request in :attr:`requests` (``False``: keep none, for a
+            server that lives as long as a host does).
     """
 
     def __init__(self, answers: list[Scripted] | None = None, *,
                  model_name: str | None = None, tls: ssl.SSLContext | None = None,
-                 port: int = 0) -> None:
+                 port: int = 0, keep_requests: bool = True) -> None:
         self._queues: dict[str | None, deque[Scripted]] = {None: deque(answers or [])}
         self.requests: list[CapturedRequest] = []
-        """Every request received, in arrival order."""
+        """Every request received, in arrival order (none without ``keep_requests``)."""
+        self._keep = keep_requests
         self.model_name = model_name
         self.default: Scripted | None = None
         """Answer for any request whose queues are empty (else: HTTP 500 'script exhausted')."""
@@ -279,8 +282,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server_owner
         request = CapturedRequest("POST", self.path, {k.lower(): v for k, v in
                                                       self.headers.items()}, body, member)
-        with owner._lock:
-            owner.requests.append(request)
+        if owner._keep:
+            with owner._lock:
+                owner.requests.append(request)
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._error(404, f"no route {self.path}")
             return

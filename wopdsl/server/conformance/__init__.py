@@ -26,6 +26,11 @@ fixture                                         behaviour
                                                 members; waits for their turns
 ``conformance-multi-party-council-oversize``    64 members: refused at run creation
                                                 (``conversation_roster_exceeded``)
+``conformance-approval``                        gate ``gate``: ``waiting-approval`` until
+                                                ``{action: accept|reject}`` resolves it,
+                                                then ``completed`` (a tool call's approval,
+                                                its model the host's :mod:`.stand_in`;
+                                                served with ``wopdsl[llm]`` installed)
 ==============================================  ========================================
 
 A fixture's inputs other than ``task`` (``delayMs``, ``nonce``) become its task, as JSON
@@ -40,9 +45,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from wopdsl import Council, Turn, load
+from wopdsl.server.conformance.stand_in import GATE, TOOL, StandIn, llm_installed
 from wopdsl.server.errors import ApiError
 
-__all__ = ["FIXTURES", "FIXTURE_INPUTS", "fixture_councils", "fixture_task"]
+__all__ = ["APPROVAL", "FIXTURES", "FIXTURE_INPUTS", "StandIn", "fixture_councils",
+           "fixture_task"]
 
 _HERE: Final = Path(__file__).resolve().parent / "councils"
 
@@ -57,25 +64,38 @@ FIXTURE_INPUTS: Final[dict[str, frozenset[str]]] = {
     "conformance-conversation-replay": frozenset(),
     "conformance-multi-party-council": frozenset(),
     "conformance-multi-party-council-oversize": frozenset(),
+    "conformance-approval": frozenset(),
 }
 """Each fixture's inputs besides ``task`` (``conformance/fixtures.md``)."""
 
-FIXTURES: Final = tuple(sorted(FIXTURE_INPUTS))
+APPROVAL: Final = "conformance-approval"
+"""The approval fixture: an ``llm`` member, so served only where ``llm`` members can run."""
+
+FIXTURES: Final = tuple(sorted(f for f in FIXTURE_INPUTS if f != APPROVAL or llm_installed()))
 """The fixture ids this host advertises in discovery ``fixtures[]`` with ``--conformance``."""
 
 _DELAYS: Final = {"conformance-delay": (1000, 30_000), "conformance-cancellable": (30_000, 60_000)}
 """``delayMs`` default and maximum per waiting fixture."""
 
 
-def fixture_councils() -> list[Council]:
-    """Load every fixture council, python members bound."""
+def fixture_councils(stand_in: StandIn | None = None) -> list[Council]:
+    """Load every fixture council, python members and tools bound.
+
+    ``stand_in``: the model ``conformance-approval``'s gate calls (started and stopped by
+    the app); without one that fixture is left out.
+    """
     councils = []
     for fixture in FIXTURES:
+        if fixture == APPROVAL and stand_in is None:
+            continue
         council = load(_HERE / f"{fixture}.toml")
         if fixture in _DELAYS:
             council.bind("delay")(_wait)
         elif fixture == "conformance-failure":
             council.bind("fail")(_fail)
+        elif fixture == APPROVAL and stand_in is not None:
+            council.tool(name=TOOL)(_proceed)
+            stand_in.attach(council)
         councils.append(council)
     return councils
 
@@ -121,6 +141,11 @@ async def _wait(turn: Turn) -> str:
         delay = 1000
     await asyncio.sleep(int(delay) / 1000)
     return f"waited {delay} ms"
+
+
+def _proceed() -> str:
+    """Proceed past the gate (the call ``conformance-approval``'s approval is about)."""
+    return f"{GATE}: proceeded"
 
 
 def _fail(turn: Turn) -> str:
