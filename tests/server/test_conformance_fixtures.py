@@ -290,6 +290,22 @@ def test_a_resolve_after_the_run_ended_is_interrupt_already_resolved_on_v2(
     assert (status, body["error"]) == (404, "interrupt_not_found"), body
 
 
+def test_a_waiting_approval_outlives_the_host(serve: Any) -> None:
+    # The stand-in model listens on a new port after a restart: the gate's calls find it
+    # (the council never names the port), and the reopened run keeps its tool.
+    served = _conformance(serve)
+    run_id = _create(served, "conformance-approval")
+    served.wait_status(run_id, "waiting-approval", timeout=10)
+    assert served.stop() == 0
+    again: Served = serve(COUNCILS / "desk.toml", args=("--conformance",), store=served.store)
+    assert again.request("GET", f"/v1/runs/{run_id}")[1]["status"] == "waiting-approval"
+    status, body = _gate(again, run_id)
+    assert status == 200, body
+    done = again.wait_status(run_id, "completed", "failed", timeout=10)
+    assert done["status"] == "completed", done
+    assert "Traceback" not in again.logs()
+
+
 def test_approval_logs_pass_wop_check_on_both_majors(serve: Any) -> None:
     served = _conformance(serve)
     runs = [_create(served, "conformance-approval") for _ in range(2)]
