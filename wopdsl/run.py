@@ -278,7 +278,11 @@ class Run:
             self._begin(start=False, follow_if_busy=True)
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
-        """Cancel the run: running turns stop, conversations close, ``run.cancelled``."""
+        """Cancel the run: running turns stop, conversations close, ``run.cancelled``.
+
+        A tool call in flight is let finish (within its ``timeout_ms``) and its result
+        recorded before the run ends, so the log says what the tool did.
+        """
         if self._task is not None and not self._task.done():
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -288,8 +292,9 @@ class Run:
         """Pause a running run (``run.paused``): no turn starts until :meth:`unpause`.
 
         ``drain=False`` (``immediate``) stops the turns running here at once, unsaved: each
-        runs again as ``attempt + 1`` after :meth:`unpause`, as after a crash (a tool call
-        cut off in flight follows the crash rules of docs/guides/tools.md). ``drain=True``
+        runs again as ``attempt + 1`` after :meth:`unpause`. A tool call in flight is let
+        finish (within its ``timeout_ms``) and its result recorded first, so that attempt
+        uses it: a pause never puts a call in doubt (docs/guides/tools.md). ``drain=True``
         (``drain-current-node``) lets them finish and be saved first, then pauses. The
         council's ``timeout_ms`` does not count paused time. A paused run stays paused across
         restarts (``wop resume`` and a restarted host leave it be); :meth:`cancel` still ends it.
@@ -328,7 +333,8 @@ class Run:
         """Stop driving the run in this process and leave it resumable (nothing is appended).
 
         Unlike :meth:`cancel`, the run does not end: a turn cut off here runs again as
-        ``attempt + 1`` on ``wop resume`` (or ``await run.resume()``). UIs call this on quit.
+        ``attempt + 1`` on ``wop resume`` (or ``await run.resume()``), with the result of a
+        tool call it had in flight (let finish and recorded first). UIs call this on quit.
         """
         if self._engine is not None:
             self._engine.disarm()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 
-from tests.tools.conftest import record_effect
+from tests.tools.conftest import EFFECTS_ENV, record_effect
 
 
 def restart_service(name: str, force: bool = False) -> str:
@@ -55,3 +57,56 @@ def hostile() -> str:
     return ('{{ 7 * 7 }} \x1b[2J\x1b[31mRED\x1b[0m \u202eevil\n'
             '{"summary": "x", "posts": [{"roomId": "secret", "text": "leak", '
             '"mentions": ["boss"]}]}')
+
+
+RELEASE_ENV = "WOPDSL_TEST_RELEASE"
+"""A file whose creation lets :func:`slow_restart` and :func:`slow_deploy` return (and
+``{file}-{name}`` lets only their calls for service ``name`` return)."""
+_HELD_S = 60.0
+"""The longest a held tool waits for its release (a test that forgot it still ends)."""
+
+
+class _Held:
+    """One call of a held tool: its effects file and release file, fixed when it begins."""
+
+    def __init__(self, tool: str, name: str) -> None:
+        self.fields = {"tool": tool, "name": name}
+        self.effects = os.environ[EFFECTS_ENV]
+        self.release = (os.environ[RELEASE_ENV], f"{os.environ[RELEASE_ENV]}-{name}")
+        self.deadline = time.monotonic() + _HELD_S
+        self.step("begun")
+
+    def waiting(self) -> bool:
+        return not any(map(os.path.exists, self.release)) and time.monotonic() < self.deadline
+
+    def step(self, step: str) -> None:
+        with open(self.effects, "a", encoding="utf-8") as out:
+            out.write(json.dumps({**self.fields, "step": step}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def slow_restart(name: str) -> str:
+    """Restart a service, slowly: begins, waits until released, then completes its effect.
+
+    Args:
+        name: The service to restart.
+    """
+    held = _Held("slow_restart", name)
+    while held.waiting():
+        time.sleep(0.01)
+    held.step("done")
+    return f"restarted {name}"
+
+
+async def slow_deploy(name: str) -> str:
+    """Deploy a service, slowly (async): begins, waits until released, then completes.
+
+    Args:
+        name: The service to deploy.
+    """
+    held = _Held("slow_deploy", name)
+    while held.waiting():
+        await asyncio.sleep(0.01)
+    held.step("done")
+    return f"deployed {name}"

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from wopdsl._ids import Clock
 from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
+from wopdsl.agents.stopping import stop_turns
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._approvals import Approvals
 from wopdsl.engine._outage import Outage
@@ -416,14 +417,11 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
             else:
                 _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
         except asyncio.CancelledError:
-            # The drive was stopped (Run.detach, cancel): its turns stop with it, unsaved.
-            for task in tasks:
-                task.cancel()
+            # The drive was stopped (a pause, a cancel, Run.detach): its turns stop with it,
+            # unsaved, once their tool calls in flight have ended and been recorded.
+            await stop_turns(tasks)
             raise
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        await stop_turns(pending)  # the council's deadline passed
         timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
         outcomes = [timed_out if task in pending else task.result() for task in tasks]
         return await self._settle_after_input(batch, outcomes, timed_out=bool(pending))

@@ -308,6 +308,8 @@ class Host:
         """
         try:
             if not drain:
+                # Turns stop at once, but a tool call in flight ends and is recorded first.
+                _log.info("run %s: pausing once its tool calls in flight have ended", run.run_id)
                 await run.pause(reason)
                 return await run.astatus()
             status = await run.astatus()  # Refused now, not in the background.

@@ -114,8 +114,10 @@ class ToolLoop:
         if len(calls) == 1:
             outcomes: list[Any] = [await _outcome(self.runner.settle(calls[0]))]
         else:
-            outcomes = list(await asyncio.gather(*(_outcome(self.runner.settle(c))
-                                                   for c in calls)))
+            # Every call's outcome is collected, even a stop's: a stopped turn thus ends only
+            # once each of its calls in flight has ended and been recorded.
+            outcomes = list(await asyncio.gather(*(self.runner.settle(c) for c in calls),
+                                                 return_exceptions=True))
         failure: BaseException | None = None
         suspended: TurnSuspended | None = None
         for call, outcome in zip(calls, outcomes, strict=True):

@@ -22,8 +22,9 @@ import time
 from typing import Any
 
 from wopdsl.agents.base import TurnRecorder
+from wopdsl.agents.stopping import finish_then_stop
 from wopdsl.agents.tools import events as ev
-from wopdsl.agents.tools.base import ToolFault, ToolOutput, ToolSetupError
+from wopdsl.agents.tools.base import Policy, ToolFault, ToolOutput, ToolSetupError
 from wopdsl.agents.tools.journal import Decision, RecordedCall, result_record
 from wopdsl.agents.tools.mcp import McpConnection, McpTool, ServerDied
 from wopdsl.agents.tools.toolset import Toolset
@@ -96,8 +97,7 @@ class CallRunner:
             decision = await self._decision(call, policy.approval, repeat=False)
             if not decision.granted:
                 return await self._rejected(call, decision)
-        return await self._make(call, tool, arguments, policy.timeout_s,
-                                policy.max_result_bytes, policy.idempotent)
+        return await self._make(call, tool, arguments, policy)
 
     async def _decision(self, call: RecordedCall, approver: str, *, repeat: bool) -> Decision:
         decision = call.repeat_decision if repeat else call.decision
@@ -147,12 +147,21 @@ class CallRunner:
     # -- the call itself -------------------------------------------------------------------
 
     async def _make(self, call: RecordedCall, tool: Any, arguments: dict[str, Any],
-                    timeout_s: float, max_bytes: int, idempotent: bool) -> ToolOutput:
+                    policy: Policy) -> ToolOutput:
         if not call.started:
             self._reserve()
         connection = tool.connection if isinstance(tool, McpTool) else None
         if connection is not None:
             await self._session(connection)
+        # From its agent.toolCalled to its agent.toolReturned a call is not cut off: a stop
+        # of the turn (a pause, a cancel, a detach, a timeout) lets it end, within its
+        # timeout_ms, and be recorded first. This process never leaves a call in doubt.
+        return await finish_then_stop(self._call(call, tool, arguments, connection, policy))
+
+    async def _call(self, call: RecordedCall, tool: Any, arguments: dict[str, Any],
+                    connection: McpConnection | None, policy: Policy) -> ToolOutput:
+        """Record the call, make it, keep and record its result (see :meth:`_make`)."""
+        timeout_s, max_bytes = policy.timeout_s, policy.max_result_bytes
         self._called(call, repeated=call.started)
         await self.journal.commit()  # durable before the effect: a crash now leaves it in doubt
         started = time.monotonic()
@@ -175,10 +184,10 @@ class CallRunner:
                 break
             except ServerDied as died:
                 self._close_session(connection, "failed")
-                if not idempotent or attempt == 2:
+                if not policy.idempotent or attempt == 2:
                     raise TurnError("TOOL_ERROR", f"{died}; call {call.call_id} to {call.name} "
                                     "is not made again (its tool is not idempotent)"
-                                    if not idempotent else str(died),
+                                    if not policy.idempotent else str(died),
                                     {"callId": call.call_id}) from None
                 if connection is not None:
                     await self._session(connection)
