@@ -23,6 +23,7 @@ from wopdsl.server.feed import Feeds
 from wopdsl.server.host import TERMINAL_STATUSES, Host
 from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
+from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
 from wopdsl.server.turns import check_mentions, resolve_speaker, room_of
@@ -163,13 +164,17 @@ class Api:
         return JSONResponse(build_snapshot(await self.state_for(request, "read")))
 
     async def events(self, request: Request) -> Response:
-        """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
+        """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON.
+
+        ``streamMode`` and ``bufferMs`` are checked first, whatever the ``Accept`` header.
+        """
         state = await self.state_for(request, "read")
+        selection = selection_of(request)
         run_id = request.path_params["run_id"]
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
-            return sse.stream(self.feeds, run_id, after)
-        return await sse.events_json(self.host.store, run_id, after, state.status)
+            return sse.stream(self.feeds, run_id, after, selection)
+        return await sse.events_json(self.host.store, run_id, after, state.status, selection)
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""

@@ -22,11 +22,13 @@ from wopdsl.server.cache import cached_json
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Frame
 from wopdsl.server.io import JSONResponse, want_int
+from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.routes import Api
 from wopdsl.server.v2.ids import bind, tenant_of, unbind
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.server.v2.shapes import discovery_v2, event_v2, run_url, snapshot_v2
+from wopdsl.state import CouncilState, build_snapshot
 
 __all__ = ["V2Api"]
 
@@ -108,23 +110,31 @@ class V2Api:
         if response.status_code >= 300:
             return response
         state = await self.api.host.state_of(request.path_params["run_id"])
-        owner = owner_of(state) or tenant  # The recorded starter, not the caller.
-        request_ = state.metadata.get("request")
-        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner, request_,
-                                                           lane=self._lane))
+        return _rewrite(response, lambda snap: self._snapshot(state, tenant))
 
     async def events(self, request: Request) -> Response:
-        """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page."""
+        """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page.
+
+        ``streamMode``/``bufferMs`` are checked before either; ``values`` frames carry v2
+        snapshots.
+        """
         tenant = _resolve(request, "run_id")
         run_id = request.path_params["run_id"]
         if sse.wants_sse(request):
             await self.api.state_for(request, "read")  # 404, 403 (the v1 rules).
-            return sse.stream(self.api.feeds, run_id, sse.cursor_of(request),
-                              lambda frame: _frame_v2(frame, tenant, self._lane),
-                              name=v2_type)
+            selection = selection_of(request)
+            return sse.stream(self.api.feeds, run_id, sse.cursor_of(request), selection,
+                              data=lambda frame: _frame_v2(frame, tenant, self._lane),
+                              name=v2_type,
+                              snapshot=lambda state: self._snapshot(state, tenant))
         return _rewrite(await self.api.events(request), lambda page: {
             **page, "runId": bind(tenant, run_id),
             "events": [event_v2(e, tenant, lane=self._lane) for e in page["events"]]})
+
+    def _snapshot(self, state: CouncilState, tenant: str) -> dict[str, Any]:
+        """The v2 ``RunSnapshot`` of ``state`` as ``tenant`` reads it (``owner``: the starter)."""
+        return snapshot_v2(build_snapshot(state), tenant, owner_of(state) or tenant,
+                           state.metadata.get("request"), lane=self._lane)
 
     async def poll(self, request: Request) -> Response:
         """``GET /runs/{runId}/events/poll?afterSequence=N&timeout=S`` (events.md §Poll)."""
