@@ -19,6 +19,7 @@ from wopdsl.protocol.codemap import v2_type
 from wopdsl.server import sse
 from wopdsl.server.access import owner_of
 from wopdsl.server.cache import cached_json
+from wopdsl.server.effects import MANIFEST_PATH
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Frame
 from wopdsl.server.io import JSONResponse, want_int
@@ -48,6 +49,7 @@ class V2Api:
         return [
             Route("/.well-known/openwop", self.discovery, methods=["GET"]),
             Route("/openapi.json", self._v2(self.openapi), methods=["GET"]),
+            Route(MANIFEST_PATH, self._v2(self.api.effect_seams), methods=["GET"]),
             Route("/workflows", self._v2(self.api.workflows), methods=["GET"]),
             Route("/workflows/{workflow_id}", self._v2(self.api.workflow), methods=["GET"]),
             Route("/runs", self._v2(self.create_run), methods=["POST"]),
@@ -178,15 +180,16 @@ class V2Api:
         segment, sep, action = request.path_params["run_ref"].partition(":")
         tenant = tenant_of(_principal(request))
         request.scope["path_params"]["run_ref"] = f"{unbind(segment, tenant)}{sep}{action}"
+        try:
+            response = await self.api.run_action(request)
+        except ApiError as exc:  # An error's details name runs as v2 does: bound.
+            for key in ("runId", "sourceRunId"):
+                if isinstance(exc.details.get(key), str):
+                    exc.details[key] = bind(tenant, exc.details[key])
+            raise
         if action != "fork":
-            try:
-                response = await self.api.run_action(request)
-            except ApiError as exc:  # A 409's details name the run as v2 does: bound.
-                if isinstance(exc.details.get("runId"), str):
-                    exc.details["runId"] = bind(tenant, exc.details["runId"])
-                raise
             return _rewrite(response, lambda body: {**body, "runId": bind(tenant, body["runId"])})
-        return _rewrite(await self.api.run_action(request), lambda body: {
+        return _rewrite(response, lambda body: {
             **body, "runId": bind(tenant, body["runId"]),
             "sourceRunId": bind(tenant, body["sourceRunId"]),
             "eventsUrl": run_url(tenant, body["runId"], "/events")})

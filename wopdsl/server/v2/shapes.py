@@ -32,6 +32,9 @@ _FAMILIES: Final = {  # RFC 0197 §C.7: never above the corpus row (spec/v2/decl
     "conversationPrimitive": {**_EXPERIMENTAL, "witness": "claims-check"},
     "multiPartyConversation": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
     "conversationTurnModelProvenance": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
+    # replay.md §The surface: the facet names the effect-seam manifest (a constant).
+    "replay": {**_EXPERIMENTAL, "witness": "witnessable-gated",
+               "effectSeamsManifest": "/host/effect-seams"},
 }
 _METADATA: Final = ("implementation", "fixtures")
 
