@@ -134,6 +134,8 @@ def test_buffer_ms_batches_without_losing_or_reordering(serve: Any) -> None:
         assert batched and {f["event"] for f in batched} == {"batch"}, batched
         docs = [doc for f in batched for doc in json.loads(f["data"])]
         assert [d["sequence"] for d in docs] == [int(f["id"]) for f in plain]
+        bound = f"local/{run_id}" if path.startswith("/runs") else run_id
+        assert {d["runId"] for d in docs} == {bound}  # v2: every event of a batch projected
         for frame in batched:  # id: the highest sequence in the batch
             assert int(frame["id"]) == json.loads(frame["data"])[-1]["sequence"]
     # Flushed at the suspension: the batch ends with node.suspended, the terminal one too.
@@ -191,3 +193,46 @@ def test_a_window_is_flushed_at_a_suspension_a_terminal_event_and_the_end() -> N
 
 def test_a_window_closes_on_time_and_keepalives_pass_while_nothing_waits() -> None:
     assert _windows([None, [_frame(5)], None], 0.05, ends=False, stop=2) == [None, [5]]
+
+
+def _until_idle(served: Served, path: str) -> list[dict[str, str]]:
+    """The frames of a live run's stream up to its first keep-alive (the backlog)."""
+    conn = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
+    conn.request("GET", path, headers={"Accept": "text/event-stream"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    frames = []
+    for kind, frame in _frames(resp):
+        if kind == "comment" and "keepalive" in frame:
+            break
+        if kind == "event" and "data" in frame:
+            frames.append(frame)
+    conn.close()
+    return frames
+
+
+def test_messages_is_the_streamed_model_output(serve: Any) -> None:
+    pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+    from tests.server.test_web_stream import ANSWER, KEY_ENV, STUDIO
+    from wopdsl.testing.model_server import Answer, ScriptedModelServer
+
+    with ScriptedModelServer() as model:
+        model.add(Answer(ANSWER, chunks=6), member="writer")
+        served = serve(STUDIO, args=("--keepalive", "0.5"),
+                       env={"OPENAI_BASE_URL": model.url, KEY_ENV: "sk-test-0000"})
+        status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "studio"})
+        assert status == 201, created
+        run_id = created["runId"]
+        served.wait_status(run_id, "waiting-input")  # the writer answered; the founder is next
+        log = _log(served, run_id)
+        chunks = [e["sequence"] for e in log if e["type"] == "output.chunk"]
+        assert chunks  # the writer streamed its answer
+        frames = _until_idle(served, f"/v1/runs/{run_id}/events?streamMode=messages")
+        assert [int(f["id"]) for f in frames] == chunks
+        assert {f["event"] for f in frames} == {"output.chunk"}
+        both = _until_idle(served, f"/v1/runs/{run_id}/events?streamMode=updates,messages")
+        assert [int(f["id"]) for f in both] == [
+            e["sequence"] for e in log if e["type"] == "output.chunk" or in_updates(e["type"])]
+        # Negative: the default (updates) carries no chunk.
+        assert "output.chunk" not in {f["event"] for f in _until_idle(
+            served, f"/v1/runs/{run_id}/events")}
