@@ -48,10 +48,11 @@ def human(client: OpenwopClient) -> dict[str, Any]:
         resumeValue={"operation": "exchange",
                      "turn": {"role": "user", "content": {"text": "Where is @bot?",
                                                           "mentions": ["bot"]}}}))
-    streamed = list(client.runs_events(created.runId, timeout_seconds=20))
+    streamed = list(client.runs_events(created.runId, stream_mode="debug",
+                                     timeout_seconds=20))
     half = streamed[len(streamed) // 2].sequence
-    resumed = list(client.runs_events(created.runId, last_event_id=str(half),
-                                      timeout_seconds=20))
+    resumed = list(client.runs_events(created.runId, stream_mode="debug",
+                                      last_event_id=str(half), timeout_seconds=20))
     polled = client.runs_poll_events(created.runId, after_sequence=-1, timeout_seconds=1)
     tail = client.runs_poll_events(created.runId, after_sequence=polled.lastSequence)
     return {"runId": created.runId, "eventsUrl": created.eventsUrl,

@@ -26,7 +26,7 @@ def _client(served: Served, token: str = ALICE) -> OpenwopClient:
 
 def _follow(client: OpenwopClient, run_id: str, into: list[Any]) -> threading.Thread:
     def read() -> None:
-        into.extend(client.runs_events(run_id, timeout_seconds=30))
+        into.extend(client.runs_events(run_id, stream_mode="debug", timeout_seconds=30))
 
     thread = threading.Thread(target=read, daemon=True)
     thread.start()

@@ -152,7 +152,7 @@ def test_conversation_fixtures_open_exchange_close_and_replay(serve: Any) -> Non
     assert forked["status"] == "completed" and forked["channels"] == channels
     status, body, _ = served.request("POST", f"/v1/runs/{source}:fork",
                                      {"mode": "replay", "fromSeq": 10_000})
-    assert (status, body["error"]) == (400, "validation_error")  # Negative: out of range.
+    assert (status, body["error"]) == (422, "fork_point_invalid")  # Negative: not in the log.
 
 
 def test_the_multi_party_seam_enforces_the_roster(serve: Any) -> None:
@@ -336,7 +336,7 @@ UNADVERTISED = {"webhooks", "a2a", "a2ui", "mcp", "agents", "multiAgent", "oauth
                 "toolCatalog", "toolHooks", "nodePackRuntimes", "workflowChainPacks", "runList",
                 "runDiff", "streamModes", "httpClient", "deadLetter", "compensation",
                 "effectSeams", "artifactTypes", "portability", "profiles", "capabilities",
-                "minClientVersion", "replay", "interrupt", "restTransport"}
+                "minClientVersion", "interrupt", "restTransport"}
 
 
 def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
@@ -344,7 +344,7 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
     v1 = served.request("GET", "/.well-known/openwop", token=None)[1]
     v2 = served.request("GET", "/.well-known/openwop", token=None,
                         headers={"OpenWOP-Version": "2.0"})[1]
-    served_families = {"limits", "conversationPrimitive", "multiPartyConversation"}
+    served_families = {"limits", "conversationPrimitive", "multiPartyConversation", "replay"}
     metadata = {"protocolVersion", "protocolVersions", "preferredVersion", "fixtures",
                 "implementation", "schemaVersions", "supportedEnvelopes"}
     assert set(v1) == served_families | metadata | {"runs"}

@@ -36,7 +36,8 @@ def _deep(levels: int) -> Any:
 def _sse(served: Served, run_id: str) -> list[dict[str, Any]]:
     """Every event of an ended run over SSE (the stream closes after the terminal one)."""
     conn = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
-    conn.request("GET", f"/v1/runs/{run_id}/events", headers={"Accept": "text/event-stream"})
+    conn.request("GET", f"/v1/runs/{run_id}/events?streamMode=debug",
+                 headers={"Accept": "text/event-stream"})
     resp = conn.getresponse()
     assert resp.status == 200
     events = [json.loads(line[len(b"data: "):]) for line in resp.read().splitlines()

@@ -47,7 +47,12 @@ def test_bad_requests_get_the_envelope(serve: Any) -> None:
         ("POST", f"/v1/runs/{run_id}:pause", {}, None, 409, "run_state_conflict"),  # waiting
         ("POST", f"/v1/runs/{run_id}:archive", {}, None, 404, "not_found"),
         ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": -1}, None, 400, "validation_error"),
-        ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": 0}, None, 400, "validation_error"),
+        ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": 0, "mode": "replay",
+                                             "runOptionsOverlay": {"tags": ["x"]}}, None, 400,
+         "validation_error"),
+        ("POST", f"/v1/runs/{run_id}:fork", {"mode": "branch"}, None, 400, "validation_error"),
+        ("POST", f"/v1/runs/{run_id}:fork", {"fromSeq": 10**6}, None, 422,
+         "fork_point_invalid"),
         ("DELETE", f"/v1/runs/{run_id}", None, None, 405, "method_not_allowed"),
         ("GET", "/runs", None, None, 405, "method_not_allowed"),  # v2: POST /runs exists.
         ("GET", "/nowhere", None, None, 400, "validation_error"),

@@ -80,12 +80,23 @@ def test_who_may_read_fork_cancel_and_post(served: Served) -> None:
     fork_id = forked["runId"]
     assert served.request("GET", f"/v1/runs/{fork_id}", token=BOB)[0] == 200
     assert served.request("GET", f"/v1/runs/{fork_id}", token=CAROL)[0] == 403
-    # ops, the admin: reads, forks and cancels anyone's run.
+    # ops, the admin: reads, forks and cancels anyone's run. A fork is owned as its source
+    # (replay.md §Fork ownership: owner copied verbatim): alice's; ops is kept as who forked.
     assert served.request("GET", f"{base}/events", token=OPS)[0] == 200
     status, admin_fork, _ = served.request("POST", f"{base}:fork", {"fromSeq": before},
                                            token=OPS)
     assert status == 201, admin_fork
-    assert served.request("GET", f"/v1/runs/{admin_fork['runId']}", token=ALICE)[0] == 403
+    assert served.request("GET", f"/v1/runs/{admin_fork['runId']}", token=ALICE)[0] == 200
+    assert served.request("GET", f"/v1/runs/{admin_fork['runId']}", token=CAROL)[0] == 403
+    started = served.request("GET", f"/v1/runs/{admin_fork['runId']}/events",
+                             token=OPS)[1]["events"][0]["payload"]["metadata"]
+    assert (started["principal"], started["forkedFrom"]["by"]) == ("alice", "ops")
+    v2 = {"OpenWOP-Version": "2.0"}
+    owner = served.request("GET", f"/runs/alice~2F{admin_fork['runId']}", token=ALICE,
+                           headers=v2)[1]["owner"]
+    assert owner == served.request("GET", f"/runs/alice~2F{run_id}", token=ALICE,
+                                   headers=v2)[1]["owner"]
+    assert owner["tenant"] == "alice"
     status, answer, _ = served.request("POST", f"/v1/runs/{fork_id}/cancel", {}, token=OPS)
     assert (status, answer["status"]) == (200, "cancelled")
     status, answer, _ = served.request("POST", f"{base}/cancel", {}, token=ALICE)

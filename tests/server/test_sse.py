@@ -12,13 +12,15 @@ from tests.server.conftest import Served
 SLOW = {"PINGPONG_DELAY": "0.1", "PINGPONG_TURNS": "8"}
 
 
-def _open(served: Served, run_id: str, last_event_id: int | None = None
+def _open(served: Served, run_id: str, last_event_id: int | None = None,
+          query: str = "?streamMode=debug",
           ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """Open the run's stream (every event, ``debug``, unless ``query`` says otherwise)."""
     conn = http.client.HTTPConnection(served.url.removeprefix("http://"), timeout=30)
     headers = {"Accept": "text/event-stream"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = str(last_event_id)
-    conn.request("GET", f"/v1/runs/{run_id}/events", headers=headers)
+    conn.request("GET", f"/v1/runs/{run_id}/events{query}", headers=headers)
     resp = conn.getresponse()
     assert resp.status == 200
     assert resp.headers["content-type"].startswith("text/event-stream")

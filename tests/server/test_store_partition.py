@@ -100,7 +100,7 @@ def test_create_reply_fork_and_cancel_never_hold_the_loop_on_a_partitioned_store
 
     status, forked, _ = _while_partitioned(
         served, proxy, run_id, other, lambda: served.request("POST", f"/v1/runs/{run_id}:fork",
-                                                             {}))
+                                                             {"fromSeq": 0}))
     assert status == 201 and forked["sourceRunId"] == run_id, forked
 
     status, cancelled, _ = _while_partitioned(

@@ -43,7 +43,7 @@ def _poll(served: Served, segment: str) -> list[dict[str, Any]]:
 
 
 def _sse(served: Served, segment: str) -> list[dict[str, Any]]:
-    req = urllib.request.Request(f"{served.url}/runs/{segment}/events",
+    req = urllib.request.Request(f"{served.url}/runs/{segment}/events?streamMode=debug",
                                  headers={**V2, "Accept": "text/event-stream",
                                           "Authorization": f"Bearer {ALICE}"})
     with urllib.request.urlopen(req, timeout=30) as resp:

@@ -41,6 +41,7 @@ def fork(
     run_id: str | None = None,
     base_url: str | None = None,
     principal: str | None = None,
+    forked_by: str | None = None,
 ) -> str:
     """Create a run whose log is ``source_run_id``'s up to ``at_sequence``; return its id.
 
@@ -49,8 +50,8 @@ def fork(
     call the server their source run recorded (its ``$OPENAI_BASE_URL`` at start), not
     whatever the environment says now; ``base_url`` points every model profile without a
     ``base_url`` of its own at another server (recorded in the fork's log).
-    ``principal`` (who forked, e.g. an HTTP host's caller) replaces the source's
-    ``run.started`` ``metadata.principal``.
+    ``principal`` replaces the source's ``run.started`` ``metadata.principal`` (its owner);
+    ``forked_by`` (who forked, e.g. an HTTP host's caller) is kept as ``forkedFrom.by``.
 
     Raises:
         RunNotFound: no such source run.
@@ -82,6 +83,8 @@ def fork(
                               "forkedAt": iso_ms(SystemClock().now_ms())}
     if base_url is not None:
         _point_models(metadata, base_url)
+    if forked_by is not None:
+        metadata["forkedFrom"]["by"] = forked_by
     if principal is not None:
         metadata["principal"] = principal
     # A new run is of the current era, whatever its source's: the store writes the copied

@@ -54,6 +54,11 @@ def openapi_document(version: str) -> dict[str, Any]:
                                                 public=True)},
             "/v1/openapi.json": {"get": _op("This document", {"200": _json(obj)},
                                             public=True)},
+            "/v1/host/effect-seams": {"get": _op(
+                "The effect seams a replay fork guards (v2 replay.md §The effect-seam manifest)",
+                {"200": _json({"type": "object",
+                               "required": ["manifestVersion", "host", "seams"]}),
+                 **_errors(*auth)})},
             "/v1/whoami": {"get": _op("The caller's principal (for a chat page)",
                                       {"200": _json(obj), **_errors(*auth)})},
             "/v1/workflows": {"get": _op("Councils served", {"200": _json(obj),
@@ -81,7 +86,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                                             params=[_RUN_ID])},
             "/v1/runs/{runId}/events": {"get": _op(
                 "Events: SSE with Accept: text/event-stream (id = sequence, Last-Event-ID "
-                "resumes), else JSON", {
+                "resumes; streamMode filters, updates by default; bufferMs batches), else "
+                "JSON (every event, or the named streamMode's)", {
                     "200": {"description": "events",
                             "content": {"text/event-stream": {"schema": {"type": "string"}},
                                         "application/json": {"schema": page}}},
@@ -89,7 +95,12 @@ def openapi_document(version: str) -> dict[str, Any]:
                 params=[_RUN_ID, {"name": "Last-Event-ID", "in": "header",
                                   "schema": {"type": "string"}},
                         {"name": "lastSequence", "in": "query",
-                         "schema": {"type": "integer"}}])},
+                         "schema": {"type": "integer"}},
+                        {"name": "streamMode", "in": "query", "schema": {
+                            "type": "string", "default": "updates", "pattern":
+                            "^(values|(updates|messages|debug)(,(updates|messages|debug))*)$"}},
+                        {"name": "bufferMs", "in": "query",
+                         "schema": {"type": "integer", "minimum": 0, "maximum": 5000}}])},
             "/v1/runs/{runId}/events/poll": {"get": _op(
                 "Long poll", {"200": _json(page), **_errors(400, 401, 404, 503)},
                 params=[_RUN_ID, {"name": "lastSequence", "in": "query",
@@ -119,11 +130,19 @@ def openapi_document(version: str) -> dict[str, Any]:
                                                 "items": {"type": "string"}},
                                      "reason": {"type": "string"}}})},
             "/v1/runs/{runId}:fork": {"post": _op(
-                "Fork", {"201": _json(obj, "created"), **_errors(400, 401, 404, 429)},
+                "Fork: events before fromSeq are kept, the rest runs again",
+                {"201": _json({"type": "object", "required": [
+                    "runId", "sourceRunId", "fromSeq", "mode", "status", "eventsUrl"]},
+                    "created"), **_errors(400, 401, 403, 404, 422, 429)},
                 params=[_RUN_ID],
-                body={"type": "object", "required": ["fromSeq"],
-                      "properties": {"fromSeq": {"type": "integer", "minimum": 0},
-                                     "mode": {"enum": ["branch", "replay"]}}})},
+                body={"type": "object", "additionalProperties": False,
+                      "properties": {"fromSeq": {"type": "integer", "minimum": 0,
+                                                 "description": "required for branch; "
+                                                                "replay: 0 if left out"},
+                                     "mode": {"enum": ["branch", "replay"],
+                                              "default": "branch"},
+                                     "runOptionsOverlay": {"type": "object",
+                                                           "maxProperties": 0}}})},
             "/v1/runs/{runId}:pause": {"post": _op(
                 "Pause a running run", {"202": _json(obj, "accepted"),
                                         **_errors(400, 401, 403, 404, 409)},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,19 +9,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from wopdsl import CouncilSpec, Run, WopError, __version__, fork
+from wopdsl import CouncilSpec, Run, __version__
 from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, ROOM_TYPE_ID
-from wopdsl.server import sse
+from wopdsl.server import forks, sse
 from wopdsl.server.access import Access, Action
 from wopdsl.server.approvals import approval_at
 from wopdsl.server.cache import cached_json
 from wopdsl.server.config import Tokens
-from wopdsl.server.errors import ApiError, from_wop_error
+from wopdsl.server.effects import MANIFEST_PATH, manifest
+from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import TERMINAL_STATUSES, Host
 from wopdsl.server.idempotency import Idempotency, Keep, check_key, fingerprint, run_id_for_key
 from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, want_str
+from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
 from wopdsl.server.turns import check_mentions, ended, resolve_speaker, room_of
@@ -56,6 +57,7 @@ class Api:
             Route("/.well-known/openwop", self.discovery, methods=["GET"]),
             Route("/v1/openapi.json", self.openapi, methods=["GET"]),
             Route("/v1/whoami", self.whoami, methods=["GET"]),
+            Route("/v1" + MANIFEST_PATH, self.effect_seams, methods=["GET"]),
             Route("/v1/workflows", self.workflows, methods=["GET"]),
             Route("/v1/workflows/{workflow_id}", self.workflow, methods=["GET"]),
             Route("/v1/runs", self.create_run, methods=["POST"]),
@@ -79,6 +81,7 @@ class Api:
         doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
         doc["runs"] = {"pauseResume": {"supported": True,  # capabilities.md §runs.pauseResume
                                        "drainPolicies": list(DRAIN_POLICIES)}}
+        doc["replay"] = {"supported": True, "modes": list(forks.ADVERTISED_MODES)}
         if self.host.fixtures:
             doc["fixtures"] = sorted(self.host.fixtures)
         return doc
@@ -90,6 +93,10 @@ class Api:
     async def openapi(self, request: Request) -> Response:
         """``GET /v1/openapi.json``."""
         return JSONResponse(openapi_document(__version__))
+
+    async def effect_seams(self, request: Request) -> Response:
+        """``GET /v1/host/effect-seams``: the effect seams a replay fork guards."""
+        return JSONResponse(manifest())
 
     async def whoami(self, request: Request) -> Response:
         """``GET /v1/whoami`` → ``{principal, auth}``: whom the token speaks for (not the token)."""
@@ -163,13 +170,18 @@ class Api:
         return JSONResponse(build_snapshot(await self.state_for(request, "read")))
 
     async def events(self, request: Request) -> Response:
-        """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON."""
+        """``GET /v1/runs/{runId}/events``: SSE with ``Accept: text/event-stream``, else JSON.
+
+        ``streamMode`` and ``bufferMs`` are checked first, whatever the ``Accept`` header.
+        """
         state = await self.state_for(request, "read")
+        selection = selection_of(request)
         run_id = request.path_params["run_id"]
         after = sse.cursor_of(request)
         if sse.wants_sse(request):
-            return sse.stream(self.feeds, run_id, after)
-        return await sse.events_json(self.host.store, run_id, after, wire_status(state))
+            return sse.stream(self.feeds, run_id, after, selection)
+        return await sse.events_json(self.host.store, run_id, after, wire_status(state),
+                                     selection)
 
     async def poll_events(self, request: Request) -> Response:
         """``GET /v1/runs/{runId}/events/poll?lastSequence=N&timeout=S``."""
@@ -257,35 +269,19 @@ class Api:
             raise ApiError(404, "not_found", f"no such endpoint: POST {request.url.path}",
                            {"hint": "this host serves POST /v1/runs/{runId}:fork, :pause "
                                     "and :resume"})
-        raw = await read_body(request, self.limits.max_body_bytes,
-                               self.limits.body_timeout_s)
-        body = read_object(raw, allowed={"mode", "fromSeq", "runOptionsOverlay"})
-        mode = body.get("mode", "branch")
-        if mode not in ("branch", "replay"):
-            raise ApiError(400, "validation_error", "mode must be 'branch' or 'replay'",
-                           {"field": "mode"})
-        if body.get("runOptionsOverlay"):
-            raise ApiError(400, "validation_error", "runOptionsOverlay is not supported here",
-                           {"field": "runOptionsOverlay"})
+        mode, from_seq = await forks.fork_body(request, self.limits.max_body_bytes,
+                                               self.limits.body_timeout_s)
         await self.run_for(request, "fork", run_id)  # 404, 403 first.
-        store = self.host.store
-        from_seq = want_int(body["fromSeq"], "fromSeq", low=0) if "fromSeq" in body \
-            else await store.call(_first_turn_cut, store, run_id)
         if await self.host.active() >= self.limits.max_runs:
             raise ApiError(429, "too_many_runs", "this host holds as many runs as it allows",
                            {"limit": "maxRuns", "value": self.limits.max_runs},
                            headers={"Retry-After": "5"})
-        try:
-            new_id = await store.call(functools.partial(
-                fork, store, run_id, from_seq, mode=mode,
-                principal=_principal(request) if self.tokens else None))
-        except WopError as exc:
-            raise from_wop_error(exc) from None
+        from_seq = 0 if from_seq is None else from_seq
+        new_id = await forks.forked(self.host.store, run_id, from_seq, mode,
+                                    _principal(request) if self.tokens else None)
         run = await self.host.adopt(new_id)
-        return JSONResponse({"runId": new_id, "sourceRunId": run_id, "fromSeq": from_seq,
-                             "mode": mode, "status": await _status(run),
-                             "eventsUrl": f"/v1/runs/{new_id}/events"}, status_code=201)
-
+        return JSONResponse(forks.answer(new_id, run_id, from_seq, mode, await _status(run)),
+                            status_code=201)
 
     async def pause_or_resume(self, request: Request, run_id: str, action: str) -> Response:
         """``POST /v1/runs/{runId}:pause`` and ``:resume`` → 202 ``{runId, status}``.
@@ -345,12 +341,6 @@ class Api:
 
 DRAIN_POLICIES = ("immediate", "drain-current-node")
 """``drainPolicy`` values of ``:pause`` (advertised as ``runs.pauseResume.drainPolicies``)."""
-
-
-def _first_turn_cut(store: Any, run_id: str) -> int:
-    """A fork's default ``fromSeq``: just after the rooms opened (every turn runs again)."""
-    return max((e["sequence"] for e in store.read(run_id)
-                if e["type"] == "conversation.opened"), default=0)
 
 
 async def _status(run: Run) -> str:

@@ -1,24 +1,32 @@
 """``GET /v1/runs/{runId}/events``: Server-Sent Events, or JSON when SSE is not asked for.
 
-SSE frames are ``id: <sequence>``, ``event: <type>``, ``data: <RunEventDoc>``. A client
-resumes with ``Last-Event-ID: <sequence>`` and gets exactly the events after it. An idle
-stream gets a ``: keepalive`` comment every ``Limits.keepalive_s`` seconds (at most 15). The
-stream ends after the run's terminal event; a subscriber too slow to keep up is dropped
-with a comment saying so, and reconnects with ``Last-Event-ID``.
+SSE frames are ``id: <sequence>``, ``event: <type>``, ``data: <RunEventDoc>``, for the events
+the subscriber's ``streamMode`` admits (:mod:`.modes`; ``updates`` by default); ``values``
+sends ``event: state.snapshot`` frames and ``bufferMs`` groups events into ``event: batch``
+frames (``id:`` the highest sequence in them). A client resumes with ``Last-Event-ID:
+<sequence>`` and gets exactly the events after it. An idle stream gets a ``: keepalive``
+comment every ``Limits.keepalive_s`` seconds (at most 15). The stream ends after the run's
+terminal event; a subscriber too slow to keep up is dropped with a comment saying so, and
+reconnects with ``Last-Event-ID``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from wopdsl import EventStore
 from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Frame, Subscriber
-from wopdsl.server.io import JSONResponse, want_int
+from wopdsl.server.io import JSONResponse, dumps, want_int
+from wopdsl.server.modes import DEFAULT, Selection, in_updates
+from wopdsl.state import CouncilState, build_snapshot
 
 __all__ = ["events_json", "poll", "stream"]
 
@@ -41,19 +49,22 @@ def cursor_of(request: Request) -> int:
     return -1 if raw is None else want_int(raw, "lastSequence", low=-1)
 
 
-def stream(feeds: Feeds, run_id: str, after: int,
+def stream(feeds: Feeds, run_id: str, after: int, selection: Selection = DEFAULT, *,
            data: Callable[[Frame], bytes] | None = None,
-           name: Callable[[str], str] | None = None) -> Response:
+           name: Callable[[str], str] | None = None,
+           snapshot: Callable[[CouncilState], dict[str, Any]] | None = None) -> Response:
     """Return the SSE response (registers the subscriber first: 503 when full).
 
-    ``data`` renders a frame's ``data:`` line (default: the stored ``RunEventDoc``; the v2
-    API binds its run id) and ``name`` its ``event:`` line from the stored type (the v2 API:
-    the codemap's v2 name).
+    ``selection`` is the subscriber's ``streamMode``/``bufferMs`` (:mod:`.modes`). ``data``
+    renders a frame's ``data:`` line (default: the stored ``RunEventDoc``; the v2 API binds
+    its run id), ``name`` its ``event:`` line from the stored type (the v2 API: the codemap's
+    v2 name) and ``snapshot`` a ``values`` frame from the run's state (default: the v1
+    ``RunSnapshot``).
     """
     subscriber = feeds.subscribe(run_id)
+    render = _Render(data or _stored, name or _same, snapshot or build_snapshot)
     return StreamingResponse(
-        _frames(subscriber, after, feeds.limits.keepalive_s, data or _stored,
-                name or _same),
+        _frames(subscriber, after, feeds.limits.keepalive_s, selection, render),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
                  "Connection": "keep-alive"})
@@ -67,26 +78,158 @@ def _same(event_type: str) -> str:
     return event_type
 
 
+@dataclass(frozen=True, slots=True)
+class _Render:
+    data: Callable[[Frame], bytes]
+    name: Callable[[str], str]
+    snapshot: Callable[[CouncilState], dict[str, Any]]
+
+    def events(self, frames: list[Frame]) -> bytes:
+        """One frame per event: ``id: <sequence>``, ``event: <type>``, ``data: <event>``."""
+        return b"".join(_frame(f.sequence, self.name(f.type).encode(), self.data(f))
+                        for f in frames)
+
+    def batch(self, frames: list[Frame]) -> bytes:
+        """One ``event: batch`` frame; its ``id:`` is the highest sequence in it."""
+        return _frame(frames[-1].sequence, b"batch",
+                      b"[" + b",".join(self.data(f) for f in frames) + b"]")
+
+
+def _frame(sequence: int, event: bytes, data: bytes) -> bytes:
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (sequence, event, data)
+
+
 async def _frames(subscriber: Subscriber, after: int, keepalive: float,
-                  data: Callable[[Frame], bytes], name: Callable[[str], str]
-                  ) -> AsyncIterator[bytes]:
+                  selection: Selection, render: _Render) -> AsyncIterator[bytes]:
     try:
         yield b"retry: 1000\n\n"
-        async for batch in subscriber.batches(after, idle=keepalive):
-            if batch is None:
-                yield b": keepalive\n\n"
+        source = subscriber.batches(after, idle=keepalive)
+        if selection.values:
+            async for chunk in _values(source, subscriber, after, render):
+                yield chunk
+        else:
+            admitted = _admitted(source, selection)
+            if selection.buffer_ms:
+                async for window in windows(admitted, selection.buffer_ms / 1000):
+                    yield _KEEPALIVE if window is None else render.batch(window)
             else:
-                yield b"".join(b"id: %d\nevent: %s\ndata: %s\n\n" % (
-                    frame.sequence, name(frame.type).encode(), data(frame)) for frame in batch)
+                async for batch in admitted:
+                    yield _KEEPALIVE if batch is None else render.events(batch)
         if subscriber.dropped:
             yield _DROPPED
     finally:
         subscriber.close()
 
 
-async def events_json(store: EventStore, run_id: str, after: int, status: str) -> JSONResponse:
-    """The events after ``after`` as one JSON document (for clients that do not ask SSE)."""
+_KEEPALIVE = b": keepalive\n\n"
+
+
+async def _admitted(source: AsyncIterator[list[Frame] | None], selection: Selection
+                    ) -> AsyncIterator[list[Frame] | None]:
+    """The batches with the frames ``selection`` admits (keep-alive ticks pass through)."""
+    async for batch in source:
+        if batch is None:
+            yield None
+        elif kept := [frame for frame in batch if selection.admits(frame.type)]:
+            yield kept
+
+
+async def _values(source: AsyncIterator[list[Frame] | None], subscriber: Subscriber,
+                  after: int, render: _Render) -> AsyncIterator[bytes]:
+    """``values``: a ``state.snapshot`` after each ``updates``-tier event.
+
+    The snapshot is the run folded to that event; a resumed stream first gets the snapshot
+    at its ``Last-Event-ID``.
+    """
+    state = CouncilState()
+    if after >= 0:
+        store, run_id = subscriber.feed.store, subscriber.feed.run_id
+        state.apply_all(e for e in await store.call(store.read, run_id)
+                        if e["sequence"] <= after)
+        yield _frame(after, b"state.snapshot", dumps(render.snapshot(state)))
+    async for batch in source:
+        if batch is None:
+            yield _KEEPALIVE
+            continue
+        out = []
+        for frame in batch:
+            state.apply(orjson.loads(frame.data))
+            if in_updates(frame.type):
+                out.append(_frame(frame.sequence, b"state.snapshot",
+                                  dumps(render.snapshot(state))))
+        if out:
+            yield b"".join(out)
+
+
+async def windows(source: AsyncIterator[list[Frame] | None], window_s: float
+                  ) -> AsyncIterator[list[Frame] | None]:
+    """Regroup ``source``'s frames into windows of at most ``window_s`` seconds.
+
+    A window is flushed when its time is up, at once after a terminal event or a
+    ``node.suspended``, and when the source ends. ``None`` (a keep-alive tick) passes
+    through while nothing is pending.
+    """
+    queue: asyncio.Queue[list[Frame] | _End | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for item in source:
+                queue.put_nowait(item)
+        finally:
+            queue.put_nowait(_END)
+
+    task = asyncio.ensure_future(pump())
+    loop = asyncio.get_running_loop()
+    pending: list[Frame] = []
+    deadline: float | None = None
+    try:
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - loop.time())
+            try:
+                item = await asyncio.wait_for(queue.get(), wait)
+            except TimeoutError:
+                item = []
+                deadline = loop.time()
+            if isinstance(item, _End):
+                if pending:
+                    yield pending
+                return
+            if item is None:
+                if not pending:
+                    yield None
+                continue
+            for frame in item:
+                pending.append(frame)
+                if frame.terminal or frame.type == "node.suspended":
+                    yield pending
+                    pending, deadline = [], None
+            if pending and deadline is not None and loop.time() >= deadline:
+                yield pending
+                pending, deadline = [], None
+            elif pending and deadline is None:
+                deadline = loop.time() + window_s
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class _End:
+    """The source of :func:`windows` ended."""
+
+
+_END = _End()
+
+
+async def events_json(store: EventStore, run_id: str, after: int, status: str,
+                      selection: Selection = DEFAULT) -> JSONResponse:
+    """The events after ``after`` as one JSON document (for clients that do not ask SSE).
+
+    Every event, or (a ``streamMode`` named) those the mode admits.
+    """
     events = await store.call(store.read, run_id, after)
+    if selection.explicit:
+        events = [e for e in events if selection.admits(e["type"])]
     return JSONResponse(await _page(store, run_id, events, after, status, with_run=True))
 
 

@@ -56,7 +56,9 @@ export function follow(runId, after, { onBatch, onState, onEnd, onError }) {
   let source = null;
   let controller = null;
   let retryMs = 1000;
-  const url = `/v1/runs/${encodeURIComponent(runId)}/events`;
+  // The page folds the whole log (turns, tool calls, usage): `debug` is every event
+  // (the default mode, `updates`, leaves out node.started, tool calls …).
+  const url = `/v1/runs/${encodeURIComponent(runId)}/events?streamMode=debug`;
 
   const deliver = (events) => {
     const fresh = events.filter((e) => e.sequence > last);
@@ -77,7 +79,7 @@ export function follow(runId, after, { onBatch, onState, onEnd, onError }) {
   function viaEventSource() {
     // EventSource sends Last-Event-ID itself on its reconnects; the first connection
     // starts after `after` through the query.
-    source = new EventSource(`${url}?lastSequence=${after}`);
+    source = new EventSource(`${url}&lastSequence=${after}`);
     source.onopen = () => onState("live");
     source.onerror = () => { if (!closed) onState("reconnecting"); };
     const handler = (msg) => {

@@ -20,15 +20,17 @@ from wopdsl.protocol.codemap import v2_type
 from wopdsl.server import sse
 from wopdsl.server.access import owner_of
 from wopdsl.server.cache import cached_json
+from wopdsl.server.effects import MANIFEST_PATH
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Frame
 from wopdsl.server.io import JSONResponse, want_int
+from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.routes import Api
 from wopdsl.server.v2.ids import bind, tenant_of, unbind
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.server.v2.shapes import discovery_v2, event_v2, run_url, snapshot_v2
-from wopdsl.state import wire_status
+from wopdsl.state import CouncilState, build_snapshot, wire_status
 
 __all__ = ["V2Api"]
 
@@ -48,6 +50,7 @@ class V2Api:
         return [
             Route("/.well-known/openwop", self.discovery, methods=["GET"]),
             Route("/openapi.json", self._v2(self.openapi), methods=["GET"]),
+            Route(MANIFEST_PATH, self._v2(self.api.effect_seams), methods=["GET"]),
             Route("/workflows", self._v2(self.api.workflows), methods=["GET"]),
             Route("/workflows/{workflow_id}", self._v2(self.api.workflow), methods=["GET"]),
             Route("/runs", self._v2(self.create_run), methods=["POST"]),
@@ -110,23 +113,31 @@ class V2Api:
         if response.status_code >= 300:
             return response
         state = await self.api.host.state_of(request.path_params["run_id"])
-        owner = owner_of(state) or tenant  # The recorded starter, not the caller.
-        request_ = state.metadata.get("request")
-        return _rewrite(response, lambda snap: snapshot_v2(snap, tenant, owner, request_,
-                                                           lane=self._lane))
+        return _rewrite(response, lambda snap: self._snapshot(state, tenant))
 
     async def events(self, request: Request) -> Response:
-        """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page."""
+        """``GET /runs/{runId}/events``: SSE of v2 event docs, or the JSON page.
+
+        ``streamMode``/``bufferMs`` are checked before either; ``values`` frames carry v2
+        snapshots.
+        """
         tenant = _resolve(request, "run_id")
         run_id = request.path_params["run_id"]
         if sse.wants_sse(request):
             await self.api.state_for(request, "read")  # 404, 403 (the v1 rules).
-            return sse.stream(self.api.feeds, run_id, sse.cursor_of(request),
-                              lambda frame: _frame_v2(frame, tenant, self._lane),
-                              name=v2_type)
+            selection = selection_of(request)
+            return sse.stream(self.api.feeds, run_id, sse.cursor_of(request), selection,
+                              data=lambda frame: _frame_v2(frame, tenant, self._lane),
+                              name=v2_type,
+                              snapshot=lambda state: self._snapshot(state, tenant))
         return _rewrite(await self.api.events(request), lambda page: {
             **page, "runId": bind(tenant, run_id),
             "events": [event_v2(e, tenant, lane=self._lane) for e in page["events"]]})
+
+    def _snapshot(self, state: CouncilState, tenant: str) -> dict[str, Any]:
+        """The v2 ``RunSnapshot`` of ``state`` as ``tenant`` reads it (``owner``: the starter)."""
+        return snapshot_v2(build_snapshot(state), tenant, owner_of(state) or tenant,
+                           state.metadata.get("request"), lane=self._lane)
 
     async def poll(self, request: Request) -> Response:
         """``GET /runs/{runId}/events/poll?afterSequence=N&timeout=S`` (events.md §Poll)."""
@@ -171,11 +182,11 @@ class V2Api:
         segment, sep, action = request.path_params["run_ref"].partition(":")
         tenant = tenant_of(_principal(request))
         request.scope["path_params"]["run_ref"] = f"{unbind(segment, tenant)}{sep}{action}"
+        with _bound_details(tenant):
+            response = await self.api.run_action(request)
         if action != "fork":
-            with _bound_details(tenant):
-                response = await self.api.run_action(request)
             return _rewrite(response, lambda body: {**body, "runId": bind(tenant, body["runId"])})
-        return _rewrite(await self.api.run_action(request), lambda body: {
+        return _rewrite(response, lambda body: {
             **body, "runId": bind(tenant, body["runId"]),
             "sourceRunId": bind(tenant, body["sourceRunId"]),
             "eventsUrl": run_url(tenant, body["runId"], "/events")})
@@ -183,12 +194,13 @@ class V2Api:
 
 @contextlib.contextmanager
 def _bound_details(tenant: str) -> Iterator[None]:
-    """An error's ``details.runId`` names the run as v2 does: bound to the tenant."""
+    """An error's ``details.runId`` (and ``sourceRunId``) name runs as v2 does: bound."""
     try:
         yield
     except ApiError as exc:
-        if isinstance(exc.details.get("runId"), str):
-            exc.details["runId"] = bind(tenant, exc.details["runId"])
+        for key in ("runId", "sourceRunId"):
+            if isinstance(exc.details.get(key), str):
+                exc.details[key] = bind(tenant, exc.details[key])
         raise
 
 

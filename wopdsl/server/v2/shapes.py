@@ -6,7 +6,8 @@ tenant-bound and each payload in its v2 def (:func:`wopdsl.protocol.v2_events.ev
 The discovery root is closed: version metadata plus one record per capability family
 (``{status, since, witness, until?, …facets}``; presence of the record is the claim, RFC 0169
 §A.2). A record's ``status`` is never above the corpus's maturity row (RFC 0197 §C.7):
-``limits`` is stable, the conversation families are ``experimental`` with ``until: "3.0"``.
+``limits`` is stable, the conversation families and ``replay`` are ``experimental`` with
+``until: "3.0"``; ``replay`` names the effect-seam manifest (``effectSeamsManifest``).
 
 v1's ``supportedEnvelopes`` / ``schemaVersions`` (the council turn result,
 ``council.turn-result``) have no v2 record: v2 makes them families whose ``kinds`` MUST be
@@ -32,6 +33,9 @@ _FAMILIES: Final = {  # RFC 0197 §C.7: never above the corpus row (spec/v2/decl
     "conversationPrimitive": {**_EXPERIMENTAL, "witness": "claims-check"},
     "multiPartyConversation": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
     "conversationTurnModelProvenance": {**_EXPERIMENTAL, "witness": "witnessable-gated"},
+    # replay.md §The surface: the facet names the effect-seam manifest (a constant).
+    "replay": {**_EXPERIMENTAL, "witness": "witnessable-gated",
+               "effectSeamsManifest": "/host/effect-seams"},
 }
 _METADATA: Final = ("implementation", "fixtures")
 
