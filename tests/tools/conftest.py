@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -89,12 +90,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(effects: Path) -> Iterator[str]:
-    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
+@contextlib.contextmanager
+def serving_http(**env: str) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback (``env`` added to its own);
+    requires ``Bearer MCP_TOKEN``. Yields its url."""
     port = free_port()
-    env = {**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN}
-    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)], env=env,
+    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)],
+                            env={**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 20
@@ -107,3 +109,10 @@ def http_server(effects: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def http_server(effects: Path) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
+    with serving_http() as url:
+        yield url

@@ -2,7 +2,9 @@
 hang, answer huge, fail, and die. ``--http PORT`` serves streamable HTTP on loopback and
 refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``. ``--many N`` adds N tools
 ``t00001`` … (a server offering too many), ``--version V`` sets the version it reports, and
-``--ttl-ms MS`` lets clients cache its tool list that long (SEP-2549 cache hint, public)."""
+``--ttl-ms MS`` lets clients cache its tool list that long (a SEP-2549 cache hint, scope
+``--scope``, default public); ``$MCP_TEST_VERSION``, ``$MCP_TEST_TTL_MS`` and
+``$MCP_TEST_SCOPE`` set them too. With ``$MCP_TEST_STARTS``, each start appends a line there."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int)
     parser.add_argument("--many", type=int, default=0)
-    parser.add_argument("--version", default="")
-    parser.add_argument("--ttl-ms", type=int, default=0)
+    parser.add_argument("--version", default=os.environ.get("MCP_TEST_VERSION", ""))
+    parser.add_argument("--ttl-ms", type=int, default=int(os.environ.get("MCP_TEST_TTL_MS", 0)))
+    parser.add_argument("--scope", default=os.environ.get("MCP_TEST_SCOPE", "public"))
     return parser.parse_args()
 
 
@@ -36,7 +39,10 @@ _NUMBERED = Tool.from_function(numbered)
 server = MCPServer("test-tools", version=ARGS.version, tools=[
     _NUMBERED.model_copy(update={"name": f"t{index:05d}", "description": f"Tool {index}."})
     for index in range(1, ARGS.many + 1)], cache_hints={
-    "tools/list": CacheHint(ttl_ms=ARGS.ttl_ms, scope="public")} if ARGS.ttl_ms else None)
+    "tools/list": CacheHint(ttl_ms=ARGS.ttl_ms, scope=ARGS.scope)} if ARGS.ttl_ms else None)
+if os.environ.get("MCP_TEST_STARTS"):
+    with open(os.environ["MCP_TEST_STARTS"], "a", encoding="utf-8") as _starts:
+        _starts.write(f"{os.getpid()}\n")
 
 
 def _effect(**fields: object) -> None:

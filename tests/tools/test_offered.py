@@ -104,8 +104,8 @@ def test_a_server_listing_10001_tools_is_refused_before_any_model_call(
                     ["run", "council.toml", "--store", "runs.db"]):
         done, peak = _wop_measured(*command, cwd=tmp_path)
         assert done.returncode == 2, done.stdout + done.stderr
-        assert done.stderr.startswith("error[DECLARATION_INVALID]: invalid council "
-                                      "declaration:\n"), done.stderr
+        assert ("error[DECLARATION_INVALID]: invalid council declaration:\n"
+                in done.stderr), done.stderr
         assert expected in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
         assert peak < PEAK_MB, f"wop {command[0]} peaked at {peak} MB"
