@@ -39,6 +39,39 @@ initial_turn = false
 """
 """The end of a council file: the person ``oncall`` approves each ``restart_service`` call."""
 
+COUNCIL_TOML = """\
+[council]
+id = "ops"
+task = "Fix it."
+max_turns_per_member = 1
+
+[models.m]
+model = "test-model"
+api_key_env = "{key}"
+
+[mcp.{name}]
+{server}
+
+[[rooms]]
+id = "ops"
+members = ["sre"]
+
+[[members]]
+id = "sre"
+role = "sre"
+engine = "llm"
+model = "m"
+tools = [{tools}]
+"""
+"""A council file: member ``sre`` (profile ``m``) with ``tools`` and one ``[mcp.NAME]`` table
+(its ``server`` lines); the tools are on line 23."""
+
+
+def council_toml(server: str, tools: str, *, name: str = "test") -> str:
+    """:data:`COUNCIL_TOML` with the server's table lines and the ``tools`` array's items."""
+    return COUNCIL_TOML.format(key=KEY_ENV, name=name, server=server, tools=tools)
+
+
 EFFECTS_ENV = "WOPDSL_TEST_EFFECTS"
 """The file the test tools append one line to per effect (they count their own effects)."""
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.declare.helpers import declaration_error
+from tests.tools.conftest import council_toml
 from wopdsl import Council, DeclarationError, load
 from wopdsl.declare import council_json_schema, loads_spec, to_toml
 
@@ -183,35 +184,11 @@ def test_decorated_tools_export_as_references() -> None:
                           ).compile()
 
 
-CLASH = """\
-[council]
-id = "ops"
-task = "Fix it."
-
-[models.local]
-model = "m"
-
-[mcp.evil]
-command = "python"
-args = ["server.py"]
-
-[[rooms]]
-id = "ops"
-members = ["sre"]
-
-[[members]]
-id = "sre"
-role = "sre"
-engine = "llm"
-model = "local"
-tools = [{tools}]
-"""
-
-
 def _clash_error(tmp_path: Path, tools: str) -> str:
     (tmp_path / "cnt.py").write_text('def count(label: str) -> str:\n    """Count."""\n'
                                      "    return label\n", encoding="utf-8")
-    (tmp_path / "council.toml").write_text(CLASH.format(tools=tools), encoding="utf-8")
+    (tmp_path / "council.toml").write_text(council_toml(
+        'command = "python"\nargs = ["server.py"]', tools, name="evil"), encoding="utf-8")
     council = load(tmp_path / "council.toml")
     with pytest.raises(DeclarationError) as caught:
         council.compile()
@@ -227,9 +204,9 @@ def test_a_python_tool_and_an_mcp_tool_of_one_name_clash_in_either_order(
                "model calls tools by name, so one would hide the other")
     hint = ("hint: keep one of them in the member's tools; or rename the Python function "
             "(or register it under another name with @council.tool(name=...))")
-    # The same error, at the second of the two in the file (line 21, its column).
-    assert f"council.toml:21:28: members[0].tools[1]: {message}\n    {hint}" in first, first
-    assert f"council.toml:21:23: members[0].tools[1]: {message}\n    {hint}" in second, second
+    # The same error, at the second of the two in the file (line 23, its column).
+    assert f"council.toml:23:28: members[0].tools[1]: {message}\n    {hint}" in first, first
+    assert f"council.toml:23:23: members[0].tools[1]: {message}\n    {hint}" in second, second
 
 
 def test_two_named_mcp_tools_and_a_registered_tool_clash_in_code() -> None:

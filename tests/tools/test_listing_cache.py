@@ -19,38 +19,13 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
-from tests.tools.conftest import KEY_ENV, MCP_SERVER, MCP_TOKEN, serving_http
+from tests.tools.conftest import MCP_SERVER, MCP_TOKEN, council_toml, serving_http
 from wopdsl.testing.model_server import Answer, ScriptedModelServer
 
 pytestmark = pytest.mark.slow  # real MCP server processes
 
 SECRET = "sentinel-env-value-4d1e93"
 """A value passed to the stdio server through ``env`` (it must never be written or shown)."""
-
-COUNCIL = """\
-[council]
-id = "ops"
-task = "Fix it."
-max_turns_per_member = 1
-
-[models.m]
-model = "test-model"
-api_key_env = "{key}"
-
-[mcp.test]
-{server}
-
-[[rooms]]
-id = "ops"
-members = ["sre"]
-
-[[members]]
-id = "sre"
-role = "sre"
-engine = "llm"
-model = "m"
-tools = ["mcp:test/count"]
-"""
 
 STDIO = ('command = "python"\nargs = ["server.py"]\nenv = ["MCP_TEST_SECRET", '
          '"MCP_TEST_VERSION", "MCP_TEST_TTL_MS", "MCP_TEST_SCOPE", "MCP_TEST_STARTS"]')
@@ -60,7 +35,7 @@ STDIO = ('command = "python"\nargs = ["server.py"]\nenv = ["MCP_TEST_SECRET", '
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A council folder with its own copy of the test server; the cache under it."""
     shutil.copy(MCP_SERVER, tmp_path / "server.py")
-    (tmp_path / "council.toml").write_text(COUNCIL.format(key=KEY_ENV, server=STDIO),
+    (tmp_path / "council.toml").write_text(council_toml(STDIO, '"mcp:test/count"'),
                                            encoding="utf-8")
     for name, value in {"XDG_CACHE_HOME": str(tmp_path / "cache"), "MCP_TEST_SECRET": SECRET,
                         "MCP_TEST_VERSION": "1.0", "MCP_TEST_TTL_MS": "600000",
@@ -157,6 +132,10 @@ def test_a_cached_list_never_fails_validate_and_unset_variables_are_reported(
     done = _wop(folder, "validate", "council.toml")
     assert done.returncode == 2 and "from the cache" not in done.stderr
     assert "passes environment variable(s) MCP_TEST_SECRET, which are not set" in done.stderr
+    monkeypatch.setenv("MCP_TEST_SECRET", SECRET)
+    (entry,) = _entries(folder)
+    entry.write_text('{"format": 1, "tools": [')  # a broken entry is a miss, not an error
+    assert "note: starting MCP server 'test'" in _validate(folder) and _starts(folder) == 3
 
 
 def test_a_run_replaces_the_entry_with_its_live_list(folder: Path, server: ScriptedModelServer,
@@ -175,9 +154,9 @@ def test_http_header_values_are_never_kept(folder: Path, monkeypatch: pytest.Mon
                                            ) -> None:
     monkeypatch.setenv("TEST_MCP_AUTH", f"Bearer {MCP_TOKEN}")
     with serving_http(MCP_TEST_TTL_MS="600000", MCP_TEST_VERSION="3.1") as url:
-        (folder / "council.toml").write_text(COUNCIL.format(key=KEY_ENV, server=(
-            f'url = "{url}"\nheaders = {{ Authorization = "TEST_MCP_AUTH" }}')),
-            encoding="utf-8")
+        (folder / "council.toml").write_text(council_toml(
+            f'url = "{url}"\nheaders = {{ Authorization = "TEST_MCP_AUTH" }}',
+            '"mcp:test/count"'), encoding="utf-8")
         first = _validate(folder)
         assert "note: connecting to MCP server 'test' (http) to list its tools …" in first
         assert "(test-tools 3.1) listed 6 tools" in first

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
-from tests.tools.conftest import KEY_ENV, MCP_SERVER, tool_council
+from tests.tools.conftest import MCP_SERVER, council_toml, tool_council
 from wopdsl import SqliteStore
 from wopdsl.agents.tools.discover import ToolSetupError
 from wopdsl.testing.model_server import ScriptedModelServer
@@ -27,30 +27,9 @@ pytestmark = pytest.mark.slow  # real MCP server processes
 PY_FAIL = "tests.tools.effects_tools:fail"
 """A Python tool named ``fail``, as the test server's ``fail``."""
 
-MANY = """\
-[council]
-id = "ops"
-task = "Fix it."
+MANY = f'command = "python"\nargs = ["{MCP_SERVER}", "--many", "{{many}}"]'
+"""The ``[mcp.big]`` table of a server listing ``many`` more tools."""
 
-[models.m]
-model = "test-model"
-api_key_env = "{key}"
-
-[mcp.big]
-command = "python"
-args = ["{server}", "--many", "{many}"]
-
-[[rooms]]
-id = "ops"
-members = ["sre"]
-
-[[members]]
-id = "sre"
-role = "sre"
-engine = "llm"
-model = "m"
-tools = ["mcp:big/*"]
-"""
 
 PEAK_MB = 320
 """A generous bound on the ``wop`` process's peak memory with 10,001 listed tools: the SDK's
@@ -94,8 +73,9 @@ def _wop_measured(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[st
 def test_a_server_listing_10001_tools_is_refused_before_any_model_call(
         server: ScriptedModelServer, tmp_path: Path) -> None:
     path = tmp_path / "council.toml"
-    path.write_text(MANY.format(key=KEY_ENV, server=MCP_SERVER, many=10_001), encoding="utf-8")
-    expected = ("council.toml:22:10: members[0] (sre).tools[0]: sre: 10,007 tools would be "
+    path.write_text(council_toml(MANY.format(many=10_001), '"mcp:big/*"', name="big"),
+                    encoding="utf-8")
+    expected = ("council.toml:23:10: members[0] (sre).tools[0]: sre: 10,007 tools would be "
                 "offered to the model, more than max_tools = 128 (mcp:big/* lists 10,007)\n"
                 "    hint: name the tools it needs one by one instead of mcp:big/*, or raise "
                 "the member's max_tools (at most 1024); every model request carries every "
@@ -119,7 +99,7 @@ def test_a_server_listing_10001_tools_is_refused_before_any_model_call(
 
 def test_max_tools_raises_the_cap(tmp_path: Path) -> None:
     path = tmp_path / "council.toml"
-    text = MANY.format(key=KEY_ENV, server=MCP_SERVER, many=130)
+    text = council_toml(MANY.format(many=130), '"mcp:big/*"', name="big")
     path.write_text(text, encoding="utf-8")
     done, _ = _wop_measured("validate", "council.toml", cwd=tmp_path)
     assert done.returncode == 2 and "136 tools would be offered to the model, more than " \

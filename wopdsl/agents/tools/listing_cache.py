@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -69,7 +70,11 @@ class Cached:
 
 
 def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/wopdsl/mcp-tools`` (``~/.cache`` when unset or not absolute)."""
+    """``$XDG_CACHE_HOME/wopdsl/mcp-tools`` (``~/.cache`` when unset or not absolute).
+
+    Raises:
+        RuntimeError: neither is set and the user has no home folder.
+    """
     base = os.environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
     return root / "wopdsl" / "mcp-tools"
@@ -108,8 +113,8 @@ def load(connection: McpConnection) -> Cached | None:
     spec = connection.spec
     if any(name not in os.environ for name in [*spec.env, *spec.headers.values()]):
         return None
-    path = cache_dir() / f"{cache_key(connection)}.json"
     try:
+        path = cache_dir() / f"{cache_key(connection)}.json"
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != FORMAT:
             return None
@@ -122,8 +127,8 @@ def load(connection: McpConnection) -> Cached | None:
         info = data["server"]
         return Cached((str(info["name"]), str(info["version"])), str(data["protocol"]),
                       listed_at, ttl_s, tools)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (OSError, RuntimeError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # RuntimeError: no home folder
 
 
 def save(connection: McpConnection) -> None:
@@ -140,8 +145,8 @@ def save(connection: McpConnection) -> None:
             "ttl_ms": connection.cache_ttl_ms,
             "tools": [{"name": str(tool.name), "description": tool.description,
                        "input_schema": _schema(tool)} for tool in connection.listing.values()]}
-    folder = cache_dir()
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, RuntimeError):
+        folder = cache_dir()
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".entry-", suffix=".json")
         try:
@@ -156,7 +161,7 @@ def save(connection: McpConnection) -> None:
 
 def forget(connection: McpConnection) -> None:
     """Drop the connection's entry (if any)."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, RuntimeError):
         (cache_dir() / f"{cache_key(connection)}.json").unlink()
 
 
@@ -171,7 +176,7 @@ def _prune(folder: Path) -> None:
 
 def _schema(tool: Any) -> dict[str, Any]:
     schema = getattr(tool, "input_schema", None)
-    return dict(schema) if isinstance(schema, dict) else {}
+    return dict(schema) if isinstance(schema, Mapping) else {}
 
 
 def _is_file(path: Path) -> bool:
