@@ -3,15 +3,20 @@
 ``councils/ops-desk.toml`` starts it over stdio (``[mcp.ops]``); serve it over streamable
 HTTP on loopback instead with ``python examples/mcp_ops_server.py --http 8765`` (and
 ``url = "http://127.0.0.1:8765/mcp"`` in the council). Needs ``pip install 'wopdsl[mcp]'``.
+
+Its tools never change while it runs, so it lets clients keep its tool list for an hour (a
+SEP-2549 cache hint): a second ``wop validate`` within the hour does not start it.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 
-server = MCPServer("ops", instructions="Read service logs and status.")
+server = MCPServer("ops", version="1.0", instructions="Read service logs and status.",
+                   cache_hints={"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")})
 
 _LOGS = {
     "api": ["12:00:01 GET /health 200", "12:00:05 upstream db timeout", "12:00:06 503 /orders"],

@@ -28,6 +28,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         llama_url()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``$XDG_CACHE_HOME`` of the tests and their children (``wop validate``'s MCP tool lists
+    land there, never in the user's ``~/.cache``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def client27(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """openwop-client 2.7.0 in a folder of its own (see ``tests/openwop_client27.py``)."""

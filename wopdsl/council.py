@@ -153,7 +153,8 @@ class Council:
 
         An ``llm`` member names a profile declared with :meth:`model` (``model="local"``) and
         may override ``temperature``, ``max_output_tokens``, ``system_prompt``,
-        ``turn_prompt`` and ``repair_attempts``.
+        ``turn_prompt`` and ``repair_attempts``, and take ``tools``, ``tool_policy``,
+        ``max_tool_calls`` and ``max_tools`` (docs/guides/tools.md).
         """
         self._mutable()
         entry: dict[str, Any] = {"id": id, "role": role, "engine": engine}

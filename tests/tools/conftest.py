@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -37,6 +38,39 @@ engine = "human"
 initial_turn = false
 """
 """The end of a council file: the person ``oncall`` approves each ``restart_service`` call."""
+
+COUNCIL_TOML = """\
+[council]
+id = "ops"
+task = "Fix it."
+max_turns_per_member = 1
+
+[models.m]
+model = "test-model"
+api_key_env = "{key}"
+
+[mcp.{name}]
+{server}
+
+[[rooms]]
+id = "ops"
+members = ["sre"]
+
+[[members]]
+id = "sre"
+role = "sre"
+engine = "llm"
+model = "m"
+tools = [{tools}]
+"""
+"""A council file: member ``sre`` (profile ``m``) with ``tools`` and one ``[mcp.NAME]`` table
+(its ``server`` lines); the tools are on line 23."""
+
+
+def council_toml(server: str, tools: str, *, name: str = "test") -> str:
+    """:data:`COUNCIL_TOML` with the server's table lines and the ``tools`` array's items."""
+    return COUNCIL_TOML.format(key=KEY_ENV, name=name, server=server, tools=tools)
+
 
 EFFECTS_ENV = "WOPDSL_TEST_EFFECTS"
 """The file the test tools append one line to per effect (they count their own effects)."""
@@ -89,12 +123,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(effects: Path) -> Iterator[str]:
-    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
+@contextlib.contextmanager
+def serving_http(**env: str) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback (``env`` added to its own);
+    requires ``Bearer MCP_TOKEN``. Yields its url."""
     port = free_port()
-    env = {**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN}
-    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)], env=env,
+    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)],
+                            env={**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 20
@@ -107,3 +142,10 @@ def http_server(effects: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def http_server(effects: Path) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
+    with serving_http() as url:
+        yield url

@@ -1,6 +1,10 @@
 """An MCP server for the tests, built with the official SDK: tools that count their effects,
 hang, answer huge, fail, and die. ``--http PORT`` serves streamable HTTP on loopback and
-refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``."""
+refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``. ``--many N`` adds N tools
+``t00001`` … (a server offering too many), ``--version V`` sets the version it reports, and
+``--ttl-ms MS`` lets clients cache its tool list that long (a SEP-2549 cache hint, scope
+``--scope``, default public); ``$MCP_TEST_VERSION``, ``$MCP_TEST_TTL_MS`` and
+``$MCP_TEST_SCOPE`` set them too. With ``$MCP_TEST_STARTS``, each start appends a line there."""
 
 from __future__ import annotations
 
@@ -9,10 +13,36 @@ import asyncio
 import json
 import os
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 
-server = MCPServer("test-tools")
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int)
+    parser.add_argument("--many", type=int, default=0)
+    parser.add_argument("--version", default=os.environ.get("MCP_TEST_VERSION", ""))
+    parser.add_argument("--ttl-ms", type=int, default=int(os.environ.get("MCP_TEST_TTL_MS", 0)))
+    parser.add_argument("--scope", default=os.environ.get("MCP_TEST_SCOPE", "public"))
+    return parser.parse_args()
+
+
+def numbered(value: str) -> str:
+    """Answer the value (one of the --many numbered tools)."""
+    return value
+
+
+ARGS = _arguments()
+_NUMBERED = Tool.from_function(numbered)
+server = MCPServer("test-tools", version=ARGS.version, tools=[
+    _NUMBERED.model_copy(update={"name": f"t{index:05d}", "description": f"Tool {index}."})
+    for index in range(1, ARGS.many + 1)], cache_hints={
+    "tools/list": CacheHint(ttl_ms=ARGS.ttl_ms, scope=ARGS.scope)} if ARGS.ttl_ms else None)
+if os.environ.get("MCP_TEST_STARTS"):
+    with open(os.environ["MCP_TEST_STARTS"], "a", encoding="utf-8") as _starts:
+        _starts.write(f"{os.getpid()}\n")
 
 
 def _effect(**fields: object) -> None:
@@ -86,13 +116,10 @@ def _guarded(app):  # type: ignore[no-untyped-def]
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--http", type=int)
-    args = parser.parse_args()
-    if args.http:
+    if ARGS.http:
         import uvicorn
 
-        uvicorn.run(_guarded(server.streamable_http_app()), host="127.0.0.1", port=args.http,
+        uvicorn.run(_guarded(server.streamable_http_app()), host="127.0.0.1", port=ARGS.http,
                     log_level="warning")
     else:
         server.run()

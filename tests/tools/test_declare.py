@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.declare.helpers import declaration_error
+from tests.tools.conftest import council_toml
 from wopdsl import Council, DeclarationError, load
 from wopdsl.declare import council_json_schema, loads_spec, to_toml
 
@@ -90,7 +91,7 @@ def test_the_schema_describes_the_new_tables() -> None:
     schema = council_json_schema()
     text = json.dumps(schema)
     for key in ("tool_policy", "max_tool_calls", "idempotent", "approval", "headers",
-                "startup_timeout_ms"):
+                "startup_timeout_ms", "max_tools"):
         assert key in text
     assert "mcp" in schema["properties"]
     done = subprocess.run([sys.executable, "-m", "wopdsl", "schema"], capture_output=True,
@@ -181,3 +182,85 @@ def test_decorated_tools_export_as_references() -> None:
         Council.from_spec(loads_spec(text.replace("tests.tools.test_declare:lookup", "shout")
                                      .replace("tool_policy.lookup", "tool_policy.shout"))
                           ).compile()
+
+
+def _clash_error(tmp_path: Path, tools: str) -> str:
+    (tmp_path / "cnt.py").write_text('def count(label: str) -> str:\n    """Count."""\n'
+                                     "    return label\n", encoding="utf-8")
+    (tmp_path / "council.toml").write_text(council_toml(
+        'command = "python"\nargs = ["server.py"]', tools, name="evil"), encoding="utf-8")
+    council = load(tmp_path / "council.toml")
+    with pytest.raises(DeclarationError) as caught:
+        council.compile()
+    return str(caught.value)
+
+
+def test_a_python_tool_and_an_mcp_tool_of_one_name_clash_in_either_order(
+        tmp_path: Path) -> None:
+    first = _clash_error(tmp_path, '"mcp:evil/count", "cnt:count"')
+    second = _clash_error(tmp_path, '"cnt:count", "mcp:evil/count"')
+    message = ("sre: two tools would be named 'count' for the model: the Python function "
+               "cnt:count and the MCP tool 'count' of server 'evil' (mcp:evil/count); a "
+               "model calls tools by name, so one would hide the other")
+    hint = ("hint: keep one of them in the member's tools; or rename the Python function "
+            "(or register it under another name with @council.tool(name=...))")
+    # The same error, at the second of the two in the file (line 23, its column).
+    assert f"council.toml:23:28: members[0].tools[1]: {message}\n    {hint}" in first, first
+    assert f"council.toml:23:23: members[0].tools[1]: {message}\n    {hint}" in second, second
+
+
+def test_two_named_mcp_tools_and_a_registered_tool_clash_in_code() -> None:
+    def count(label: str) -> str:
+        """Count."""
+        return label
+
+    for tools in (["count", "mcp:evil/count"], ["mcp:evil/count", "count"]):
+        council = Council("ops", task="Fix it.")
+        council.model("local", model="m")
+        council.mcp("evil", command="python", args=["server.py"])
+        council.room("ops", members=["sre"])
+        council.add_member("sre", role="sre", engine="llm", model="local", tools=tools)
+        council.tool(count)
+        with pytest.raises(DeclarationError, match=r"the @council.tool function 'count' and "
+                           r"the MCP tool 'count' of server 'evil' \(mcp:evil/count\)"):
+            council.compile()
+    council = Council("ops", task="Fix it.")
+    council.model("local", model="m")
+    council.mcp("a", command="python", args=["a.py"]).mcp("b", command="python",
+                                                           args=["b.py"])
+    council.room("ops", members=["sre"])
+    council.add_member("sre", role="sre", engine="llm", model="local",
+                       tools=["mcp:b/read.log", "mcp:a/read_log"])
+    with pytest.raises(DeclarationError) as caught:
+        council.compile()
+    assert ("two tools would be named 'read_log' for the model: the MCP tool 'read_log' of "
+            "server 'a' (mcp:a/read_log) and the MCP tool 'read.log' of server 'b' "
+            "(mcp:b/read.log)") in str(caught.value)
+    assert "hint: keep one of them in the member's tools\n" in str(caught.value) + "\n"
+
+
+def test_max_tools_bounds_the_tools_listed_one_by_one() -> None:
+    many = ", ".join(f'"mcp:files/t{i}"' for i in range(129))
+    error = declaration_error(TOML.replace('"mcp:search/*", ', "").replace(
+        '"mcp:files/read_log"', many))
+    (problem,) = [p for p in error.problems if p.path.endswith(".tools")]
+    assert problem.path == "members[0] (sre).tools" and problem.line == 27
+    assert problem.message == "131 tools are listed, more than max_tools = 128"
+    assert "raise max_tools (at most 1024)" in problem.hint
+    spec = loads_spec(TOML.replace('"mcp:search/*", ', "").replace(
+        '"mcp:files/read_log"', many).replace("max_tool_calls = 4", "max_tool_calls = 4\n"
+                                               "max_tools = 131"))
+    assert spec.members[0].max_tools == 131
+    error = declaration_error(TOML.replace("max_tool_calls = 4", "max_tools = 1025"))
+    assert "members[0] (sre).max_tools" in str(error) and "1024" in str(error)
+    error = declaration_error(TOML.replace('engine = "human"', 'engine = "human"\n'
+                                           "max_tools = 3"))
+    assert "max_tools is only for engine 'llm'" in str(error)
+    council = Council("ops", task="Fix it.")  # the same key in code
+    council.model("local", model="m")
+    council.room("ops", members=["sre"])
+    council.add_member("sre", role="sre", engine="llm", model="local",
+                       tools=["lookup", "tests.tools.test_declare:lookup"], max_tools=1)
+    with pytest.raises(DeclarationError, match=r"members\[0\] \(sre\)\.tools: 2 tools are "
+                       r"listed, more than max_tools = 1"):
+        council.compile()

@@ -44,7 +44,10 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
 
         from wopdsl.cli._tool_check import tool_lines
 
-        tools = asyncio.run(tool_lines(council))
+        def note(line: str) -> None:  # on stderr: what validate waits for, or reuses
+            print(f"note: {line}", file=ctx.err, flush=True)
+
+        tools = asyncio.run(tool_lines(council, use_cache=not args.no_cache, note=note))
     if args.json:
         doc = {"status": "ok", "council": spec.id, "version": settings.version,
                "rooms": {r.id: list(r.members) for r in graph.rooms.values()},

@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd = add("validate", _commands.cmd_validate, "load and compile a council; print a summary")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
     _max_participants(cmd)
+    cmd.add_argument("--no-cache", action="store_true",
+                     help="list every MCP server's tools live, even those cached as long as "
+                          "the server allows (docs/guides/tools.md)")
     _json_flag(cmd, "print {status: ok, council, rooms, members} (or {status: invalid, "
                     "error}) as JSON")
 

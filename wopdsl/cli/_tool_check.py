@@ -1,15 +1,18 @@
 """Private: the CLI's look at members' tools before a run — start MCP servers, list, check.
 
-``wop validate`` lists each member's tools (starting the MCP servers to list theirs) and the
-worst case of tool calls; ``wop run`` checks the same before writing anything and keeps the
-servers it started for the run. A problem (a server that will not start, a tool it does not
-have) is a ``DECLARATION_INVALID`` located at the member's ``tools`` in the file.
+``wop validate`` lists each member's tools (starting the MCP servers together to list theirs,
+saying so, unless a server let its list be cached) and the worst case of tool calls; ``wop
+run`` checks the same before writing anything, keeps the servers it started for the run, and
+refreshes the cache from their live lists. A problem (a server that will not start, a tool it
+does not have) is a ``DECLARATION_INVALID`` located at the member's ``tools`` in the file.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from wopdsl import Council, DeclarationError
@@ -39,6 +42,10 @@ async def opened_tools(council: Council) -> AsyncIterator[dict[str, Any]]:
             except ToolSetupError as exc:
                 raise _located(council, member, exc) from None
             opened.append(toolset)
+        from wopdsl.agents.tools import listing_cache
+
+        for connection in {c.name: c for t in opened for c in t.servers}.values():
+            listing_cache.save(connection)  # a live listing replaces wop validate's entry
         yield toolsets
     finally:
         await close_toolsets(opened)
@@ -55,13 +62,131 @@ def _located(council: Council, member: str, exc: Any) -> DeclarationError:
                             else [problem])
 
 
-async def tool_lines(council: Council) -> dict[str, list[str]]:
-    """Each member's tools as ``wop validate`` prints them (servers started, then stopped)."""
+async def tool_lines(council: Council, *, use_cache: bool = True,
+                     note: Callable[[str], None] = lambda line: None) -> dict[str, list[str]]:
+    """Each member's tools as ``wop validate`` prints them.
+
+    Servers whose tool list is cached (as long as the server allows, see
+    :mod:`wopdsl.agents.tools.listing_cache`) are not started; the others are started together,
+    listed and stopped. ``note`` is told what is waited for, and what came from the cache. A
+    cached list never fails the check: a problem found in it is checked again live.
+
+    Raises:
+        DeclarationError: a server cannot be listed, or a member's tools do not fit its
+            servers' (located at the member's ``tools``).
+    """
+    toolsets = council.compile().toolsets()
+    if not toolsets:
+        return {}
+    from wopdsl.agents.tools import listing_cache
     from wopdsl.agents.tools.discover import describe
 
-    async with opened_tools(council) as toolsets:
+    connections = {c.name: c for toolset in toolsets.values() for c in toolset.servers}
+    cached: set[str] = set()
+    for name, connection in connections.items() if use_cache else ():
+        hit = listing_cache.load(connection)
+        if hit is not None:
+            connection.adopt(hit.tools, protocol=hit.protocol, server_info=hit.server_info)
+            cached.add(name)
+            note(f"tools of MCP server '{name}'{_named(hit.server_info)} from the cache: "
+                 f"listed {_span(hit.age_s())} ago, kept up to {_span(hit.ttl_s)} as the "
+                 "server allows (--no-cache lists them again)")
+    started: list[Any] = []
+    try:
+        await _list_live(council, toolsets, [c for n, c in connections.items()
+                                             if n not in cached], started, note)
+        while (failed := _resolve_all(toolsets)) is not None:
+            member, exc = failed
+            stale = [c for c in toolsets[member].servers if c.name in cached]
+            if not stale:
+                raise _located(council, member, exc)
+            note(f"the cached tools of MCP server(s) {_names(stale)} do not fit {member}'s "
+                 "tools: listing them again")
+            cached.difference_update(c.name for c in stale)
+            await _list_live(council, toolsets, stale, started, note)
         return {member: [line.render() for line in describe(toolset)]
                 for member, toolset in toolsets.items()}
+    finally:
+        for connection in started:
+            await connection.release()
+
+
+def _resolve_all(toolsets: dict[str, Any]) -> tuple[str, Any] | None:
+    """Resolve every toolset from its servers' listings; the first member that fails."""
+    from wopdsl.agents.tools.discover import ToolSetupError
+
+    for member, toolset in toolsets.items():
+        try:
+            toolset.tools = toolset.resolve()
+        except ToolSetupError as exc:
+            return member, exc
+    return None
+
+
+async def _list_live(council: Council, toolsets: dict[str, Any], connections: list[Any],
+                     started: list[Any], note: Callable[[str], None]) -> None:
+    """Start (or reach) the servers together, saying so; keep what they allow in the cache.
+
+    Raises:
+        DeclarationError: one cannot be listed (at the first member using it).
+    """
+    if not connections:
+        return
+    from wopdsl.agents.tools import listing_cache
+
+    for connection in connections:
+        verb = "starting" if connection.spec.transport == "stdio" else "connecting to"
+        note(f"{verb} MCP server '{connection.name}' ({connection.spec.transport}) to list "
+             "its tools …")
+    outcomes = await asyncio.gather(*(_timed(c.acquire()) for c in connections),
+                                    return_exceptions=True)
+    failure = None
+    for connection, outcome in zip(connections, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            failure = failure or (connection, outcome)
+            continue
+        took = outcome
+        started.append(connection)
+        listing_cache.save(connection)
+        kept = (f"cached for {_span(connection.cache_ttl_ms / 1000)} as the server allows"
+                if connection.cache_ttl_ms > 0 else "not cached: its tools/list does not "
+                "allow it (no public ttlMs)")
+        note(f"MCP server '{connection.name}'{_named(connection.server_info)} listed "
+             f"{len(connection.listing):,} tools in {took:.1f} s; {kept}")
+    if failure is not None:
+        from wopdsl.agents.tools.discover import ToolSetupError
+
+        connection, exc = failure
+        if not isinstance(exc, ToolSetupError):
+            raise exc
+        member = next(m for m, t in toolsets.items() if connection in t.servers)
+        raise _located(council, member, exc)
+
+
+async def _timed(step: Awaitable[None]) -> float:
+    """Await ``step``; the seconds it took."""
+    began = time.monotonic()
+    await step
+    return time.monotonic() - began
+
+
+def _named(info: tuple[str, str]) -> str:
+    """`` (NAME VERSION)`` as the server reported them, or nothing."""
+    text = " ".join(part for part in info if part)
+    return f" ({text})" if text else ""
+
+
+def _names(connections: list[Any]) -> str:
+    return ", ".join(f"'{c.name}'" for c in connections)
+
+
+def _span(seconds: float) -> str:
+    """``12 s``, ``5 min``, ``1.5 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{round(seconds / 3600, 1):g} h"
 
 
 def tool_worst_case(council: Council, listed: dict[str, list[str]]) -> list[str]:

@@ -1,7 +1,8 @@
 """Private: build each ``llm`` member's :class:`~wopdsl.agents.tools.Toolset` at compile time.
 
 Python tools are imported and described here (a missing function, an unannotated parameter
-or two tools with one name is a compile problem with the member's field path); MCP servers
+or two tools with one name — Python or a named MCP tool, in either order — is a compile
+problem with the member's field path); MCP servers
 become :class:`~wopdsl.agents.tools.McpConnection` objects shared by the council's members,
 started only when a run (or ``wop validate``) opens them.
 """
@@ -13,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from wopdsl.agents.tools import McpConnection, PythonTool, Tool, Toolset
+from wopdsl.agents.tools.names import clash
 from wopdsl.compile.handlers import import_handler
 from wopdsl.errors import Problem
 from wopdsl.model.spec import CouncilSpec, MemberSpec
-from wopdsl.model.tools import DEFAULT_MAX_TOOL_CALLS, parse_tool_ref
+from wopdsl.model.tools import (
+    DEFAULT_MAX_TOOL_CALLS,
+    DEFAULT_MAX_TOOLS,
+    parse_tool_ref,
+    tool_name,
+)
 
 __all__ = ["build_toolset", "build_toolsets", "connections_of"]
 
@@ -48,11 +55,15 @@ def build_toolset(member: MemberSpec, index: int, tools: Mapping[str, Callable[.
         return None
     local: dict[str, Tool] = {}
     remote: list[str] = []
+    names: dict[str, tuple[str, str | None]] = {}  # model name -> (reference, MCP name)
     for position, ref in enumerate(member.tools):
         path = f"members[{index}].tools[{position}]"
         parsed = parse_tool_ref(ref)
         if parsed.kind == "mcp":
             remote.append(ref)
+            if parsed.target != "*":  # its name is known now; a listing's at start
+                _claim(member.id, tool_name(parsed.target), (ref, parsed.target), names,
+                       path, problems)
             continue
         if parsed.kind == "registered":
             fn = tools.get(ref)
@@ -79,12 +90,20 @@ def build_toolset(member: MemberSpec, index: int, tools: Mapping[str, Callable[.
                                     path=path, hint="annotate every parameter of the "
                                     "function with a type (str, int, a pydantic model …)"))
             continue
-        if tool.name in local:
-            problems.append(Problem(f"two tools are named '{tool.name}' "
-                                    f"({local[tool.name].reference} and {ref})", path=path,
-                                    hint="give each tool of a member its own name"))
-            continue
-        local[tool.name] = tool
+        if _claim(member.id, tool.name, (ref, None), names, path, problems):
+            local[tool.name] = tool
     return Toolset(member.id, local, remote, connections, dict(member.tool_policy or {}),
                    max_calls=member.max_tool_calls or DEFAULT_MAX_TOOL_CALLS,
-                   order=list(member.tools))
+                   max_tools=member.max_tools or DEFAULT_MAX_TOOLS, order=list(member.tools))
+
+
+def _claim(member: str, name: str, source: tuple[str, str | None],
+           names: dict[str, tuple[str, str | None]], path: str,
+           problems: list[Problem]) -> bool:
+    """Give ``name`` to the tool of ``source``; a problem if another tool has it already."""
+    if name in names:
+        message, hint = clash(member, name, names[name], source)
+        problems.append(Problem(message, path=path, hint=hint))
+        return False
+    names[name] = source
+    return True

@@ -7,11 +7,11 @@ import importlib.util
 
 from wopdsl.errors import Problem
 from wopdsl.model.spec import CouncilSpec, MemberSpec
-from wopdsl.model.tools import parse_tool_ref, tool_name
+from wopdsl.model.tools import DEFAULT_MAX_TOOLS, MAX_TOOLS_LIMIT, parse_tool_ref, tool_name
 
 __all__ = ["TOOL_KEYS", "check_tools", "mcp_extra_installed", "static_tool_names"]
 
-TOOL_KEYS = ("tools", "tool_policy", "max_tool_calls")
+TOOL_KEYS = ("tools", "tool_policy", "max_tool_calls", "max_tools")
 """Member keys about tools (``engine = "llm"`` only)."""
 
 
@@ -90,8 +90,23 @@ def check_tools(spec: CouncilSpec, member: MemberSpec, where: str) -> list[Probl
                 f"approval names '{policy.approval}', which is not a human member (human "
                 f"members: {', '.join(humans) or 'none'})", path=f"{path}.approval",
                 hint="name a member with engine = \"human\" who decides each call"))
-    if member.max_tool_calls is not None and not member.tools:
-        problems.append(Problem("max_tool_calls is set but the member has no tools",
-                                path=f"{where}.max_tool_calls",
-                                hint="add tools = [...], or remove max_tool_calls"))
+    for key in ("max_tool_calls", "max_tools"):
+        if getattr(member, key) is not None and not member.tools:
+            problems.append(Problem(f"{key} is set but the member has no tools",
+                                    path=f"{where}.{key}",
+                                    hint=f"add tools = [...], or remove {key}"))
+    problems.extend(_too_many(member, where))
     return problems
+
+
+def _too_many(member: MemberSpec, where: str) -> list[Problem]:
+    """More tools named one by one than ``max_tools`` (an ``mcp:S/*`` is counted at start)."""
+    cap = member.max_tools or DEFAULT_MAX_TOOLS
+    named = {ref for ref in member.tools or [] if not ref.endswith("/*")}
+    if len(named) <= cap:
+        return []
+    return [Problem(f"{len(named):,} tools are listed, more than max_tools = "
+                    f"{cap}", path=f"{where}.tools",
+                    hint=f"give the member the tools it needs, or raise max_tools (at most "
+                         f"{MAX_TOOLS_LIMIT}); every model request carries every tool's "
+                         "schema")]

@@ -25,7 +25,7 @@ from pydantic import (
 
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
-from wopdsl.model.tools import McpServerSpec, ToolPolicy, ToolRef
+from wopdsl.model.tools import MAX_TOOLS_LIMIT, McpServerSpec, ToolPolicy, ToolRef
 
 __all__ = [
     "CouncilSettings",
@@ -239,13 +239,17 @@ class MemberSpec(_Frozen):
     ``max_result_bytes``."""
     max_tool_calls: PositiveSafeInt | None = None
     """For ``llm`` with tools: most tool calls in one turn (default 16)."""
+    max_tools: Annotated[StrictInt, Field(ge=1, le=MAX_TOOLS_LIMIT)] | None = None
+    """For ``llm`` with tools: most tools offered to the model (default 128); more, e.g. from
+    an ``mcp:SERVER/*`` that lists many, is refused before the run starts."""
 
 
 _LATER_MEMBER_KEYS = ("principal",)
 """Optional member keys newer than the first digests (left out of the digest when unset)."""
 _BUDGET_KEYS = ("max_tokens", "max_cost_usd", "max_tool_calls")
 _LLM_MEMBER_KEYS = ("model", "temperature", "max_output_tokens", "system_prompt",
-                    "turn_prompt", "repair_attempts", "tools", "tool_policy", "max_tool_calls")
+                    "turn_prompt", "repair_attempts", "tools", "tool_policy", "max_tool_calls",
+                    "max_tools")
 
 
 class CouncilSpec(_Frozen):

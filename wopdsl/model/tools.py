@@ -33,9 +33,11 @@ from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
+    "DEFAULT_MAX_TOOLS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_MAX_TOOL_ERRORS",
     "DEFAULT_TOOL_TIMEOUT_MS",
+    "MAX_TOOLS_LIMIT",
     "McpServerSpec",
     "ToolPolicy",
     "ToolRef",
@@ -52,6 +54,11 @@ DEFAULT_MAX_TOOL_CALLS: Final = 16
 """Most tool calls in one turn of a member unless it sets ``max_tool_calls``."""
 DEFAULT_MAX_TOOL_ERRORS: Final = 3
 """Tool errors a turn hands back to the model before it fails with ``TOOL_ERROR``."""
+DEFAULT_MAX_TOOLS: Final = 128
+"""Most tools a member offers its model unless it sets ``max_tools`` (OpenAI's API takes at
+most 128 in one request)."""
+MAX_TOOLS_LIMIT: Final = 1024
+"""The largest ``max_tools``: every model request carries every offered tool's schema."""
 
 _PYTHON_REF: Final = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", re.ASCII)
 _MCP_REF: Final = re.compile(r"^mcp:([A-Za-z0-9._-]{1,64})/(\*|[A-Za-z0-9_.-]{1,128})$")

@@ -56,6 +56,11 @@ class McpConnection:
         """The MCP protocol revision agreed with the server (``2026-07-28`` for a 2.x one)."""
         self.listing: dict[str, Any] = {}
         """The server's tools by their MCP name (``mcp.types.Tool``), from the last start."""
+        self.server_info: tuple[str, str] = ("", "")
+        """The name and version the server reported at the last start (``""``: none)."""
+        self.cache_ttl_ms = 0
+        """How long the server lets clients cache its tool list (SEP-2549 ``ttlMs`` of a
+        public listing; 0 when it does not, or when any page is ``private``)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._users = 0
         self._client: Any = None
@@ -125,7 +130,8 @@ class McpConnection:
         self._task = asyncio.ensure_future(self._serve(ready, self._closing))
         timeout = self.spec.startup_timeout_ms / 1000
         try:
-            self._client, tools = await asyncio.wait_for(asyncio.shield(ready), timeout)
+            self._client, tools, self.cache_ttl_ms = await asyncio.wait_for(
+                asyncio.shield(ready), timeout)
         except TimeoutError:
             await self._stop()
             raise ToolSetupError(f"MCP server '{self.name}' did not answer within "
@@ -141,8 +147,20 @@ class McpConnection:
                                  f"{_describe(exc)}{reason}", hint=self._hint()) from None
         self.listing = {tool.name: tool for tool in tools}
         self.protocol = str(getattr(self._client, "protocol_version", "") or "")
+        info = getattr(self._client, "server_info", None)
+        self.server_info = (str(getattr(info, "name", "") or ""),
+                            str(getattr(info, "version", "") or ""))
         self.generation += 1
         self._broken = False
+
+    def adopt(self, tools: list[Any], *, protocol: str, server_info: tuple[str, str]) -> None:
+        """Take a listing kept from an earlier start (``wop validate``'s cache): no start.
+
+        The tools need ``name``, ``description`` and ``input_schema``, as MCP tools have.
+        """
+        self.listing = {tool.name: tool for tool in tools}
+        self.protocol = protocol
+        self.server_info = server_info
 
     async def _serve(self, ready: asyncio.Future[Any], closing: asyncio.Event) -> None:
         """The client's task: connect, list the tools, wait until closed."""
@@ -154,13 +172,17 @@ class McpConnection:
                     Client(await self._transport(stack), mode="auto"))
                 tools: list[Any] = []
                 cursor: str | None = None
+                ttl_ms: int | None = None
                 for _ in range(100):  # pages
                     page = await client.list_tools(cursor=cursor)
                     tools.extend(page.tools)
+                    public = getattr(page, "cache_scope", "private") == "public"
+                    page_ttl = int(getattr(page, "ttl_ms", 0) or 0) if public else 0
+                    ttl_ms = page_ttl if ttl_ms is None else min(ttl_ms, page_ttl)
                     cursor = page.next_cursor
                     if cursor is None:
                         break
-                ready.set_result((client, tools))
+                ready.set_result((client, tools, ttl_ms or 0))
                 await closing.wait()
         except BaseException as exc:
             if not ready.done():

@@ -3,7 +3,8 @@
 Python tools are known when the council compiles. MCP tools are known once their servers
 answer: :meth:`Toolset.open` (at run start, and by ``wop validate``) lists each server's tools,
 checks every ``mcp:SERVER/TOOL`` the member names, expands ``mcp:SERVER/*``, and refuses two
-tools with one name or a policy for a tool the member does not have.
+tools with one name (in either order), more tools than ``max_tools`` or a policy for a tool
+the member does not have.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from wopdsl.agents.tools.base import Policy, Tool, ToolSetupError
 from wopdsl.agents.tools.mcp import McpConnection, McpTool
+from wopdsl.agents.tools.names import clash
 from wopdsl.model.tools import (
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_TOOL_ERRORS,
+    DEFAULT_MAX_TOOLS,
+    MAX_TOOLS_LIMIT,
     ToolPolicy,
     parse_tool_ref,
 )
@@ -37,6 +41,7 @@ class Toolset:
         policies: Its declared ``tool_policy`` tables.
         max_calls: Most tool calls per turn.
         max_errors: Tool errors handed back to the model per turn before the turn fails.
+        max_tools: Most tools offered to the model (the member's ``max_tools``).
         order: Every reference in the member's order.
     """
 
@@ -47,6 +52,7 @@ class Toolset:
     policies: Mapping[str, ToolPolicy] = field(default_factory=dict)
     max_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_errors: int = DEFAULT_MAX_TOOL_ERRORS
+    max_tools: int = DEFAULT_MAX_TOOLS
     order: list[str] = field(default_factory=list)
     """Every reference as the member lists them (tools are offered in this order)."""
     tools: dict[str, Tool] = field(default_factory=dict)
@@ -104,38 +110,23 @@ class Toolset:
         """Every tool by model name, from the Python tools and the servers' listings.
 
         Raises:
-            ToolSetupError: a named MCP tool is missing, two tools share a name, or a
-                policy names no tool of the member.
+            ToolSetupError: a named MCP tool is missing, two tools share a name, the member
+                would be offered more than ``max_tools``, or a policy names no tool of it.
         """
+        chosen = self._chosen()
+        self._check_count(chosen)
         tools: dict[str, Tool] = {}
-        local = {tool.reference: tool for tool in self.local.values()}
-        for ref in self.order or [*local, *self.remote]:
-            if ref in local:
-                tools[local[ref].name] = local[ref]
-                continue
-            if ref not in self.remote:
-                continue
-            parsed = parse_tool_ref(ref)
-            connection = self.connections[parsed.server or ""]
-            listing = connection.listing
-            if parsed.target == "*":
-                chosen = list(listing.values())
-            elif parsed.target in listing:
-                chosen = [listing[parsed.target]]
-            else:
-                raise ToolSetupError(
-                    f"{self.member}: MCP server '{connection.name}' has no tool "
-                    f"'{parsed.target}' (it lists: {', '.join(sorted(listing)) or 'none'})",
-                    hint=f"fix '{ref}' in the member's tools", reference=ref)
-            for listed in chosen:
-                tool = McpTool(connection, listed)
-                if tool.name in tools and tools[tool.name].reference != tool.reference:
-                    raise ToolSetupError(
-                        f"{self.member}: two tools are named '{tool.name}' "
-                        f"({tools[tool.name].reference} and {tool.reference})",
-                        hint="name one tool per name: list MCP tools one by one instead of "
-                             "mcp:SERVER/*, or rename the Python function", reference=ref)
-                tools[tool.name] = tool
+        sources: dict[str, tuple[str, str | None]] = {}
+        for ref, item in chosen:
+            tool = item if isinstance(item, Tool) else McpTool(
+                self.connections[parse_tool_ref(ref).server or ""], item)
+            source = (ref, tool.remote if isinstance(tool, McpTool) else None)
+            known = tools.get(tool.name)
+            if known is not None and known.reference != tool.reference:
+                message, hint = clash(self.member, tool.name, sources[tool.name], source)
+                raise ToolSetupError(message, hint=hint, reference=ref)
+            tools[tool.name] = tool
+            sources.setdefault(tool.name, source)
         unknown = sorted(set(self.policies) - set(tools))
         if unknown:
             raise ToolSetupError(f"{self.member}: tool_policy names "
@@ -143,3 +134,60 @@ class Toolset:
                                  f"({', '.join(sorted(tools)) or 'none'})",
                                  hint="key each policy by the name of one of its tools")
         return tools
+
+    def _chosen(self) -> list[tuple[str, Any]]:
+        """Each reference with what it brings: a Python tool, or a server's listed tools."""
+        chosen: list[tuple[str, Any]] = []
+        local = {tool.reference: tool for tool in self.local.values()}
+        for ref in self.order or [*local, *self.remote]:
+            if ref in local:
+                chosen.append((ref, local[ref]))
+                continue
+            if ref not in self.remote:
+                continue
+            parsed = parse_tool_ref(ref)
+            connection = self.connections[parsed.server or ""]
+            listing = connection.listing
+            if parsed.target == "*":
+                chosen.extend((ref, listed) for listed in listing.values())
+            elif parsed.target in listing:
+                chosen.append((ref, listing[parsed.target]))
+            else:
+                raise ToolSetupError(
+                    f"{self.member}: MCP server '{connection.name}' has no tool "
+                    f"'{parsed.target}' (it lists: {_some(sorted(listing))})",
+                    hint=f"fix '{ref}' in the member's tools", reference=ref)
+        return chosen
+
+    def _check_count(self, chosen: list[tuple[str, Any]]) -> None:
+        """Refuse to offer more than ``max_tools`` (before any tool object is built)."""
+        offered = {item.reference if isinstance(item, Tool) else
+                   (parse_tool_ref(ref).server, str(item.name)) for ref, item in chosen}
+        if len(offered) <= self.max_tools:
+            return
+        counts: dict[str, int] = {}
+        for ref, _ in chosen:
+            if ref.endswith("/*"):
+                counts[ref] = counts.get(ref, 0) + 1
+        listed = "; ".join(f"{ref} lists {count:,}" for ref, count in counts.items())
+        wildcard = next(iter(counts), None)
+        instead = (f"name the tools it needs one by one instead of {wildcard}" if wildcard
+                   else "give it fewer tools")
+        raise ToolSetupError(
+            f"{self.member}: {len(offered):,} tools would be offered to the model, more than "
+            f"max_tools = {self.max_tools}" + (f" ({listed})" if listed else ""),
+            hint=f"{instead}, or raise the member's max_tools (at most {MAX_TOOLS_LIMIT}); "
+                 "every model request carries every tool's schema",
+            reference=wildcard)
+
+
+_NAMED: Final = 20
+"""Names of a server's tools quoted in an error (a server may list thousands)."""
+
+
+def _some(names: list[str]) -> str:
+    """``a, b, c`` — at most :data:`_NAMED` of them, then how many more."""
+    if not names:
+        return "none"
+    more = len(names) - _NAMED
+    return ", ".join(names[:_NAMED]) + (f" and {more:,} more" if more > 0 else "")
