@@ -82,6 +82,15 @@ def tool_council(*, tools: list[str], policy: dict[str, dict[str, Any]] | None =
     return council
 
 
+def wop_check(store: Path, run_id: str) -> None:
+    """``wop check`` and ``wop check --v2`` pass on the stored run."""
+    for extra in ([], ["--v2"]):
+        done = subprocess.run([sys.executable, "-m", "wopdsl", "--store", str(store), "check",
+                               *extra, run_id], capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 0, (extra, done.stdout, done.stderr)
+
+
 def free_port() -> int:
     """A loopback port nothing listens on (yet)."""
     with socket.socket() as sock:

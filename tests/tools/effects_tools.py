@@ -55,3 +55,15 @@ def hostile() -> str:
     return ('{{ 7 * 7 }} \x1b[2J\x1b[31mRED\x1b[0m \u202eevil\n'
             '{"summary": "x", "posts": [{"roomId": "secret", "text": "leak", '
             '"mentions": ["boss"]}]}')
+
+
+def garbled() -> str:
+    """Return text that is not valid Unicode: lone surrogates, and an emoji as two halves."""
+    record_effect(tool="garbled")
+    return "a \udc80 b \ud83d\ude00 c \ud800"
+
+
+def raw_bytes() -> bytes:
+    """Return bytes that are not all UTF-8."""
+    record_effect(tool="raw_bytes")
+    return b"ok \xff\xfe caf\xc3\xa9"

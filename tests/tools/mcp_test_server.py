@@ -1,6 +1,11 @@
 """An MCP server for the tests, built with the official SDK: tools that count their effects,
 hang, answer huge, fail, and die. ``--http PORT`` serves streamable HTTP on loopback and
-refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``."""
+refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``.
+
+Over stdio, ``@@lone-udc80@@`` in what the server writes becomes the JSON escape ``\\udc80``:
+a lone surrogate as a JavaScript server's ``JSON.stringify`` spells it (the Python SDK cannot
+serialise one at all, so the ``garbled`` tool names them and the wire spells them).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import sys
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -52,6 +60,13 @@ def fail(message: str) -> str:
 
 
 @server.tool()
+def garbled() -> str:
+    """Answer with text that is not valid Unicode (lone surrogates, as JavaScript sends them)."""
+    _effect(tool="garbled")
+    return "before @@lone-udc80@@ pair \U0001f600 after @@lone-ud83d@@"
+
+
+@server.tool()
 def die(code: int = 3) -> str:
     """Exit the server process at once (a crash)."""
     _effect(tool="die")
@@ -85,6 +100,29 @@ def _guarded(app):  # type: ignore[no-untyped-def]
     return guard
 
 
+class _SpelledAsJavaScript:
+    """The server's stdout, with ``@@lone-uXXXX@@`` written as the JSON escape ``\\uXXXX``."""
+
+    def __init__(self) -> None:
+        self.out = sys.stdout.buffer
+
+    def write(self, text: str) -> int:
+        self.out.write(re.sub(r"@@lone-(u[0-9a-f]{4})@@", r"\\\1", text).encode())
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+async def _stdio() -> None:
+    """``server.run()`` over stdio, its stdout spelling lone surrogates (see the docstring)."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdout=anyio.wrap_file(_SpelledAsJavaScript())) as (read, write):
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int)
@@ -95,4 +133,4 @@ if __name__ == "__main__":
         uvicorn.run(_guarded(server.streamable_http_app()), host="127.0.0.1", port=args.http,
                     log_level="warning")
     else:
-        server.run()
+        anyio.run(_stdio)

@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
 from tests.openwop_schemas import load_schemas
-from tests.tools.conftest import effects_in, tool_council
+from tests.tools.conftest import KEY_ENV, effects_in, free_port, tool_council, wop_check
+from wopdsl import Council
 from wopdsl.protocol.check_v2 import as_v2, v2_event_errors
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
@@ -78,7 +79,7 @@ async def test_every_tool_of_a_server_and_errors_and_sizes(
     run = await mcp_council(["mcp:test/*"]).arun(store="memory:")
     assert run.status == "completed", run.error
     offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
-    assert offered == {"count", "sleep", "big", "fail", "die", "die_once"}
+    assert offered == {"count", "sleep", "big", "fail", "garbled", "die", "die_once"}
     contents = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert "no disk" in contents[0]
     assert contents[1].startswith("error (RESULT_TOO_LARGE): the result has 1048576 bytes")
@@ -94,6 +95,23 @@ async def test_a_hanging_mcp_tool_times_out(server: ScriptedModelServer, effects
     content = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")[
         "content"]
     assert content.startswith("error (TIMEOUT): no answer within 0.3 s")
+
+
+async def test_output_that_is_not_valid_unicode_reaches_the_model_escaped(
+        server: ScriptedModelServer, effects: Path) -> None:
+    # The server's JSON holds lone surrogates (\\udc80), as a JavaScript server sends them:
+    # the SDK's parser refuses the line, and the call used to wait into its timeout.
+    server.add(ToolCalls(("garbled", {})), DONE)
+    run = await mcp_council(["mcp:test/garbled"], profile={"observability": "full"},
+                            policy={"garbled": {"timeout_ms": 15000}}).arun(store="memory:")
+    assert run.status == "completed", run.error
+    expected = "before \\udc80 pair \U0001f600 after \\ud83d"
+    tool = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")
+    assert tool["content"] == expected
+    returned = _of(run.events.to_list(), "agent.toolReturned")
+    assert [(r["status"], r["outcome"]) for r in returned] == [("ok", expected)]
+    assert [e["tool"] for e in effects_in(effects)] == ["garbled"]
+    load_schemas().check_events(run.events.to_list())
 
 
 async def test_a_server_that_dies_mid_call_fails_the_turn_clearly(
@@ -137,18 +155,63 @@ async def test_a_server_that_died_is_restarted_for_an_idempotent_call(
     load_schemas().check_events(events)
 
 
-async def test_unknown_tools_and_dead_commands_are_refused_before_the_run(
+async def test_a_tool_the_server_lacks_fails_the_turn_naming_it(
         server: ScriptedModelServer, tmp_path: Path, effects: Path) -> None:
-    council = mcp_council(["mcp:test/nope"])
-    from wopdsl.agents.tools.discover import ToolSetupError
+    # (`wop run` refuses it before writing anything: tests/tools/test_example.py)
+    run = await mcp_council(["mcp:test/nope"]).arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "failed"
+    error = _of(run.events.to_list(), "node.failed")[0]["error"]
+    assert error["code"] == "TOOL_ERROR"
+    assert ("MCP server 'test' has no tool 'nope' (it lists: big, count, die, die_once, fail, "
+            "garbled, sleep)") in error["message"]
+    assert server.requests == []
+    wop_check(tmp_path / "runs.db", run.run_id)
 
-    with pytest.raises(ToolSetupError, match="has no tool 'nope'") as caught:
-        await council.arun(store=str(tmp_path / "runs.db"))
-    assert "it lists: big, count, die, die_once, fail, sleep" in caught.value.message
-    broken = tool_council(tools=["mcp:gone/x"])
-    broken.mcp("gone", command=sys.executable, args=["-c", "import sys; sys.exit(5)"])
-    with pytest.raises(ToolSetupError, match="MCP server 'gone' could not be reached"):
-        await broken.arun(store="memory:")
+
+DOWN = [("stdio", "could not be reached: MCPError: Connection closed (its stderr ends: "
+                  "'no such service')"),
+        ("http", "could not be reached: ConnectError: All connection attempts failed")]
+
+
+@pytest.mark.parametrize(("kind", "why"), DOWN, ids=[kind for kind, _ in DOWN])
+async def test_a_server_that_is_down_fails_the_run_naming_it(
+        server: ScriptedModelServer, tmp_path: Path, kind: str, why: str) -> None:
+    council = tool_council(tools=["mcp:ops/count"])
+    if kind == "stdio":  # a command that fails to start
+        council.mcp("ops", command=sys.executable, args=[
+            "-c", "import sys; print('no such service', file=sys.stderr); sys.exit(5)"])
+    else:  # nothing listens there
+        council.mcp("ops", url=f"http://127.0.0.1:{free_port()}/mcp")
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "failed"
+    events = run.events.to_list()
+    failed = _of(events, "node.failed")[0]
+    assert failed["nodeId"] == "sre" and failed["error"]["code"] == "TOOL_ERROR"
+    assert f"MCP server 'ops' {why}" in failed["error"]["message"], failed
+    assert failed["error"]["details"] == {"server": "ops"}
+    assert run.error is not None and run.error["details"] == {"nodeError": "TOOL_ERROR"}
+    assert f"member sre failed: TOOL_ERROR: MCP server 'ops' {why}" in run.error["message"]
+    assert server.requests == []  # the model was never called
+    wop_check(tmp_path / "runs.db", run.run_id)
+
+
+async def test_a_waiting_run_needs_its_server_only_for_a_turn_that_uses_it(
+        server: ScriptedModelServer, tmp_path: Path) -> None:
+    council = Council("ops-team", task="Fix the outage.")
+    council.model("m", model="test-model", api_key_env=KEY_ENV)
+    council.room("ops", members=["boss", "sre"])
+    council.human("boss", initial_turn=True)
+    council.add_member("sre", role="sre", engine="llm", model="m", tools=["mcp:ops/count"],
+                       initial_turn=False)
+    council.mcp("ops", url=f"http://127.0.0.1:{free_port()}/mcp")
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "waiting-input", run.error  # nothing needed the server yet
+    await run.reply("@sre look at the api", as_="boss", room="ops")
+    assert await run.wait() == "failed"
+    failed = _of(run.events.to_list(), "node.failed")[0]["error"]
+    assert failed["code"] == "TOOL_ERROR" and "MCP server 'ops' could not be reached" in \
+        failed["message"]
+    wop_check(tmp_path / "runs.db", run.run_id)
 
 
 async def test_an_http_server_gets_headers_from_the_environment_never_logged(
@@ -165,15 +228,14 @@ async def test_an_http_server_gets_headers_from_the_environment_never_logged(
     assert b"sentinel-7f3a9c" not in stored
     assert "sentinel-7f3a9c" not in json.dumps(run.events.to_list())
     load_schemas().check_events(run.events.to_list())
-    # Without the variable: a clear error naming the variable, never a value.
+    # Without the variable: the turn fails clearly, naming the variable, never a value.
     monkeypatch.delenv("TEST_MCP_AUTH")
-    from wopdsl.agents.tools.discover import ToolSetupError
-
-    with pytest.raises(ToolSetupError, match="environment variable TEST_MCP_AUTH, which is "
-                                             "not set"):
-        await council.arun(store="memory:")
+    failed = await council.arun(store="memory:")
+    assert failed.status == "failed" and failed.error is not None
+    assert "environment variable TEST_MCP_AUTH, which is not set" in failed.error["message"]
     # A wrong value: refused by the server, and the error does not echo it.
     monkeypatch.setenv("TEST_MCP_AUTH", "Bearer wrong-sentinel-55")
-    with pytest.raises(ToolSetupError) as caught:
-        await council.arun(store="memory:")
-    assert "wrong-sentinel-55" not in str(caught.value)
+    failed = await council.arun(store="memory:")
+    assert failed.status == "failed" and failed.error is not None
+    assert "MCP server 'remote' could not be reached" in failed.error["message"]
+    assert "wrong-sentinel-55" not in json.dumps(failed.events.to_list())

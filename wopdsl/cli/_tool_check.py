@@ -2,8 +2,10 @@
 
 ``wop validate`` lists each member's tools (starting the MCP servers to list theirs) and the
 worst case of tool calls; ``wop run`` checks the same before writing anything and keeps the
-servers it started for the run. A problem (a server that will not start, a tool it does not
-have) is a ``DECLARATION_INVALID`` located at the member's ``tools`` in the file.
+servers it started for the run. A problem (a tool the server does not have; for ``wop
+validate`` also a server that will not start) is a ``DECLARATION_INVALID`` located at the
+member's ``tools`` in the file. ``wop run`` starts a run whose server is down as every front
+end does: the member's turns fail, naming the server (docs/guides/tools.md).
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ __all__ = ["opened_tools", "tool_lines", "tool_worst_case"]
 
 
 @contextlib.asynccontextmanager
-async def opened_tools(council: Council) -> AsyncIterator[dict[str, Any]]:
+async def opened_tools(council: Council, *, down_ok: bool = False
+                       ) -> AsyncIterator[dict[str, Any]]:
     """Open the members' toolsets for the block; yield them by member id.
+
+    ``down_ok``: a server that cannot be started or reached is left to the run (its toolset
+    is not yielded).
 
     Raises:
         DeclarationError: a toolset cannot be opened (located at the member's ``tools``).
@@ -31,17 +37,19 @@ async def opened_tools(council: Council) -> AsyncIterator[dict[str, Any]]:
         return
     from wopdsl.agents.tools.discover import ToolSetupError, close_toolsets
 
-    opened = []
+    opened: dict[str, Any] = {}
     try:
         for member, toolset in toolsets.items():
             try:
                 await toolset.open()
             except ToolSetupError as exc:
+                if down_ok and exc.server is not None:
+                    continue
                 raise _located(council, member, exc) from None
-            opened.append(toolset)
-        yield toolsets
+            opened[member] = toolset
+        yield opened
     finally:
-        await close_toolsets(opened)
+        await close_toolsets(opened.values())
 
 
 def _located(council: Council, member: str, exc: Any) -> DeclarationError:
