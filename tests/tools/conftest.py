@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import socket
@@ -98,11 +100,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(effects: Path) -> Iterator[str]:
-    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
-    port = free_port()
+@contextlib.contextmanager
+def mcp_http_server(port: int, effects: Path | None = None) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on ``port``; requires ``Bearer MCP_TOKEN``."""
     env = {**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN}
+    if effects is not None:
+        env[EFFECTS_ENV] = str(effects)
     proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -116,3 +119,70 @@ def http_server(effects: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def http_server(effects: Path) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
+    with mcp_http_server(free_port()) as url:
+        yield url
+
+
+SECRET_ENV = "OPS_MCP_SECRET"
+"""A variable a council passes to its stdio MCP server (``env``): its value is a secret."""
+SECRET = "ops-secret-Kq7Zp2Wm9Xc4"
+"""Its value in the tests: never in an event, a log line, an answer or a file."""
+SECRET_FORMS = [SECRET, SECRET.upper(), SECRET[::-1], base64.b64encode(SECRET.encode()).decode()]
+"""The forms a server may print it in (each one redacted)."""
+LEAKS = ("import base64, os, sys; s = os.environ['OPS_MCP_SECRET']; "
+         "print('cannot start with', s, s.upper(), s[::-1], "
+         "base64.b64encode(s.encode()).decode(), file=sys.stderr); sys.exit(5)")
+"""A stdio MCP server that prints the secret it was passed (in four forms) and exits."""
+
+DOWN_COUNCIL = """\
+[council]
+id = "down"
+task = "Fix the outage."
+
+[models.m]
+model = "test-model"
+api_key_env = "{key}"
+
+[mcp.ops]
+{server}
+
+[[rooms]]
+id = "ops"
+members = ["sre"]
+
+[[members]]
+id = "sre"
+role = "sre"
+engine = "llm"
+model = "m"
+tools = ["mcp:ops/count"]
+"""
+
+
+def down_council(folder: Path, kind: str, port: int) -> Path:
+    """``down.toml``: member ``sre`` uses ``mcp:ops/count``; the server is down.
+
+    ``stdio``: its command prints the secret it is passed and exits (:data:`LEAKS`);
+    ``http``: nothing listens on ``port`` (yet), and the secret is its bearer token.
+    """
+    if kind == "stdio":
+        server = (f'command = "python"\nargs = ["-c", {json.dumps(LEAKS)}]\n'
+                  f'env = ["{SECRET_ENV}"]')
+    else:
+        server = (f'url = "http://127.0.0.1:{port}/mcp"\n'
+                  'headers = { Authorization = "OPS_MCP_AUTH" }')
+    path = folder / "down.toml"
+    path.write_text(DOWN_COUNCIL.format(key=KEY_ENV, server=server), encoding="utf-8")
+    return path
+
+
+def down_environment(model_url: str, effects: Path) -> dict[str, str]:
+    """What a `wop` child running :func:`down_council` needs (both secrets set)."""
+    return {"OPENAI_BASE_URL": model_url, KEY_ENV: "sk-test", EFFECTS_ENV: str(effects),
+            SECRET_ENV: SECRET, "OPS_MCP_AUTH": f"Bearer {MCP_TOKEN}",
+            "PYTHONIOENCODING": "utf-8"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import re
@@ -71,6 +72,15 @@ def die(code: int = 3) -> str:
     """Exit the server process at once (a crash)."""
     _effect(tool="die")
     os._exit(code)
+
+
+@server.tool()
+def die_loudly() -> str:
+    """Print the secret passed in $OPS_MCP_SECRET to stderr (in four forms), then exit."""
+    secret = os.environ.get("OPS_MCP_SECRET", "")
+    print("dying with", secret, secret.upper(), secret[::-1],
+          base64.b64encode(secret.encode()).decode(), file=sys.stderr, flush=True)
+    os._exit(6)
 
 
 @server.tool()

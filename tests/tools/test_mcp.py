@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -13,7 +14,16 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
 from tests.openwop_schemas import load_schemas
-from tests.tools.conftest import KEY_ENV, effects_in, free_port, tool_council, wop_check
+from tests.tools.conftest import (
+    KEY_ENV,
+    SECRET,
+    SECRET_ENV,
+    SECRET_FORMS,
+    effects_in,
+    free_port,
+    tool_council,
+    wop_check,
+)
 from wopdsl import Council
 from wopdsl.protocol.check_v2 import as_v2, v2_event_errors
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
@@ -79,7 +89,8 @@ async def test_every_tool_of_a_server_and_errors_and_sizes(
     run = await mcp_council(["mcp:test/*"]).arun(store="memory:")
     assert run.status == "completed", run.error
     offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
-    assert offered == {"count", "sleep", "big", "fail", "garbled", "die", "die_once"}
+    assert offered == {"count", "sleep", "big", "fail", "garbled", "die", "die_loudly",
+                       "die_once"}
     contents = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert "no disk" in contents[0]
     assert contents[1].startswith("error (RESULT_TOO_LARGE): the result has 1048576 bytes")
@@ -98,7 +109,7 @@ async def test_a_hanging_mcp_tool_times_out(server: ScriptedModelServer, effects
 
 
 async def test_output_that_is_not_valid_unicode_reaches_the_model_escaped(
-        server: ScriptedModelServer, effects: Path) -> None:
+        server: ScriptedModelServer, effects: Path, caplog: pytest.LogCaptureFixture) -> None:
     # The server's JSON holds lone surrogates (\\udc80), as a JavaScript server sends them:
     # the SDK's parser refuses the line, and the call used to wait into its timeout.
     server.add(ToolCalls(("garbled", {})), DONE)
@@ -112,6 +123,8 @@ async def test_output_that_is_not_valid_unicode_reaches_the_model_escaped(
     assert [(r["status"], r["outcome"]) for r in returned] == [("ok", expected)]
     assert [e["tool"] for e in effects_in(effects)] == ["garbled"]
     load_schemas().check_events(run.events.to_list())
+    # The SDK's record of the line it refused (a traceback on stderr) is not shown.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("mcp")] == []
 
 
 async def test_a_server_that_dies_mid_call_fails_the_turn_clearly(
@@ -126,6 +139,26 @@ async def test_a_server_that_dies_mid_call_fails_the_turn_clearly(
     closed = _of(run.events.to_list(), "tool.session.closed")
     assert [c["outcome"] for c in closed] == ["failed"]
     load_schemas().check_events(run.events.to_list())
+
+
+async def test_what_a_dying_server_printed_is_quoted_without_the_secrets_passed_to_it(
+        server: ScriptedModelServer, effects: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    server.add(ToolCalls(("die_loudly", {})))
+    council = mcp_council(["mcp:test/die_loudly"])
+    council._mcp["test"]["env"] = ["WOPDSL_TEST_EFFECTS", SECRET_ENV]
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "failed"
+    events = run.events.to_list()
+    error = _of(events, "node.failed")[0]["error"]
+    assert "went away during the call" in error["message"]
+    assert ("its stderr ends: 'dying with [REDACTED] [REDACTED] [REDACTED] [REDACTED]'"
+            in error["message"]), error
+    stored = (tmp_path / "runs.db").read_bytes().decode("utf-8", "replace")
+    for text in (json.dumps(events), stored):
+        for form in SECRET_FORMS:
+            assert form not in text
 
 
 async def test_a_server_that_died_is_restarted_for_an_idempotent_call(
@@ -162,8 +195,8 @@ async def test_a_tool_the_server_lacks_fails_the_turn_naming_it(
     assert run.status == "failed"
     error = _of(run.events.to_list(), "node.failed")[0]["error"]
     assert error["code"] == "TOOL_ERROR"
-    assert ("MCP server 'test' has no tool 'nope' (it lists: big, count, die, die_once, fail, "
-            "garbled, sleep)") in error["message"]
+    assert ("MCP server 'test' has no tool 'nope' (it lists: big, count, die, die_loudly, "
+            "die_once, fail, garbled, sleep)") in error["message"]
     assert server.requests == []
     wop_check(tmp_path / "runs.db", run.run_id)
 
@@ -239,3 +272,15 @@ async def test_an_http_server_gets_headers_from_the_environment_never_logged(
     assert failed.status == "failed" and failed.error is not None
     assert "MCP server 'remote' could not be reached" in failed.error["message"]
     assert "wrong-sentinel-55" not in json.dumps(failed.events.to_list())
+
+
+def test_every_value_passed_to_a_server_is_redacted_in_every_form() -> None:
+    from wopdsl.agents.tools.mcp_wire import secrets_redactor
+
+    redact = secrets_redactor(["Bearer tok-0123456789", "header-value-77"],
+                              "http://user:url-pass-secret@127.0.0.1:1/mcp")
+    token_b64 = base64.b64encode(b"tok-0123456789").decode()
+    said = (f"Bearer tok-0123456789 | TOK-0123456789 | 9876543210-kot | {token_b64} | "
+            "header-value-77 | url-pass-secret | ok")
+    assert redact(said) == ("[REDACTED] | [REDACTED] | [REDACTED] | [REDACTED] | "
+                            "[REDACTED] | [REDACTED] | ok")

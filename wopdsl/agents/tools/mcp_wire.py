@@ -4,7 +4,8 @@ r"""What an MCP connection reads, made safe: text that is valid Unicode, and no 
   spells a lone surrogate (``"\udc80"``, as JavaScript's ``JSON.stringify`` writes one) is
   valid JSON that the SDK's parser refuses; it then hands the session an error instead of the
   message, and the call it answers waits into its timeout. The message is parsed again here,
-  each lone surrogate written as its escape (:func:`~wopdsl.agents.tools.base.valid_text`).
+  each lone surrogate written as its escape (:func:`~wopdsl.agents.tools.base.valid_text`),
+  and the SDK's log record of the refused line (a traceback on stderr) is dropped.
 * :func:`secrets_redactor` holds every value wopdsl passes to a server (its ``env`` values,
   its header values and their credentials, the password of its ``url``): what wopdsl quotes
   of the server (its stderr, its errors) is redacted of them in every form
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,6 +51,7 @@ async def repaired(transport: Any) -> AsyncIterator[tuple[Any, Any]]:
     """``transport``'s streams, its messages with lone surrogates parsed after all."""
     import anyio
 
+    _quiet_sdk()
     async with transport as (read, write):
         send, receive = anyio.create_memory_object_stream[Any](0)
 
@@ -66,17 +69,39 @@ async def repaired(transport: Any) -> AsyncIterator[tuple[Any, Any]]:
                 group.cancel_scope.cancel()
 
 
-def _repaired(item: Any) -> Any:
-    """A message the SDK could not parse because of a lone surrogate, parsed; else ``item``."""
+def _refused_line(item: object) -> str | bytes | None:
+    """The line the SDK refused for a lone surrogate, when ``item`` is that refusal."""
     if not isinstance(item, ValueError) or not hasattr(item, "errors"):
-        return item
+        return None
     try:
         problems = item.errors()
     except Exception:
-        return item
+        return None
     line = next((p.get("input") for p in problems if p.get("type") == "json_invalid"
                  and "surrogate" in str(p.get("msg", ""))), None)
-    if not isinstance(line, str | bytes):
+    return line if isinstance(line, str | bytes) else None
+
+
+class _Repairable(logging.Filter):
+    """Drops the SDK's record of a line :func:`repaired` parses after all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.exc_info is None or _refused_line(record.exc_info[1]) is None
+
+
+_QUIET = _Repairable()
+
+
+def _quiet_sdk() -> None:
+    logger = logging.getLogger("mcp.client.stdio")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
+
+
+def _repaired(item: Any) -> Any:
+    """A message the SDK could not parse because of a lone surrogate, parsed; else ``item``."""
+    line = _refused_line(item)
+    if line is None:
         return item
     from mcp.shared.message import SessionMessage
     from mcp.types import jsonrpc_message_adapter
