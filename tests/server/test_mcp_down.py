@@ -88,6 +88,8 @@ def test_a_run_whose_mcp_server_is_down_fails_and_frees_its_slot(
         assert snap["status"] == ("completed" if kind == "http" else "failed")
         if kind == "http":
             assert [e["label"] for e in effects_in(effects)] == ["second"]
+        else:  # started once per run
+            assert effects_in(effects) == [{"started": 1}, {"started": 1}]
         status, page, _ = served.request("GET", f"/v1/runs/{run_id}/events")
         assert status == 200
     shown = [json.dumps(page), json.dumps(frames), served.logs(),

@@ -135,9 +135,11 @@ SECRET = "ops-secret-Kq7Zp2Wm9Xc4"
 SECRET_FORMS = [SECRET, SECRET.upper(), SECRET[::-1], base64.b64encode(SECRET.encode()).decode()]
 """The forms a server may print it in (each one redacted)."""
 LEAKS = ("import base64, os, sys; s = os.environ['OPS_MCP_SECRET']; "
+         "open(os.environ['WOPDSL_TEST_EFFECTS'], 'a').write('{\"started\": 1}\\n'); "
          "print('cannot start with', s, s.upper(), s[::-1], "
          "base64.b64encode(s.encode()).decode(), file=sys.stderr); sys.exit(5)")
-"""A stdio MCP server that prints the secret it was passed (in four forms) and exits."""
+"""A stdio MCP server that counts its start (an effect), prints the secret it was passed (in
+four forms) and exits."""
 
 DOWN_COUNCIL = """\
 [council]
@@ -168,11 +170,15 @@ def down_council(folder: Path, kind: str, port: int) -> Path:
     """``down.toml``: member ``sre`` uses ``mcp:ops/count``; the server is down.
 
     ``stdio``: its command prints the secret it is passed and exits (:data:`LEAKS`);
+    ``hang``: its command never answers (``startup_timeout_ms = 500``);
     ``http``: nothing listens on ``port`` (yet), and the secret is its bearer token.
     """
     if kind == "stdio":
         server = (f'command = "python"\nargs = ["-c", {json.dumps(LEAKS)}]\n'
-                  f'env = ["{SECRET_ENV}"]')
+                  f'env = ["{SECRET_ENV}", "{EFFECTS_ENV}"]')
+    elif kind == "hang":
+        server = ('command = "python"\nargs = ["-c", "import time; time.sleep(60)"]\n'
+                  "startup_timeout_ms = 500")
     else:
         server = (f'url = "http://127.0.0.1:{port}/mcp"\n'
                   'headers = { Authorization = "OPS_MCP_AUTH" }')

@@ -22,6 +22,7 @@ from tests.tools.conftest import (
     SECRET_FORMS,
     down_council,
     down_environment,
+    effects_in,
     free_port,
     wop_check,
 )
@@ -56,6 +57,8 @@ def test_wop_run_fails_the_run_naming_the_server_and_no_secret(
     assert last["payload"]["error"]["details"] == {"nodeError": "TOOL_ERROR"}
     if kind == "stdio":
         assert "[REDACTED]" in last["payload"]["error"]["message"]
+        # Started once: the check before the run counts as the run's first start.
+        assert effects_in(tmp_path / "effects.jsonl") == [{"started": 1}]
     assert server.requests == []
     wop_check(tmp_path / "runs.db", RUN)
     stored = (tmp_path / "runs.db").read_bytes().decode("utf-8", "replace")
@@ -66,35 +69,11 @@ def test_wop_run_fails_the_run_naming_the_server_and_no_secret(
 
 def test_a_stdio_server_that_never_answers_times_out_quietly(
         server: ScriptedModelServer, tmp_path: Path) -> None:
-    (tmp_path / "slow.toml").write_text(f'''\
-[council]
-id = "slow"
-task = "Fix the outage."
-
-[models.m]
-model = "test-model"
-api_key_env = "{KEY_ENV}"
-
-[mcp.slow]
-command = "python"
-args = ["-c", "import time; time.sleep(60)"]
-startup_timeout_ms = 500
-
-[[rooms]]
-id = "ops"
-members = ["sre"]
-
-[[members]]
-id = "sre"
-role = "sre"
-engine = "llm"
-model = "m"
-tools = ["mcp:slow/count"]
-''', encoding="utf-8")
+    down_council(tmp_path, "hang", 0)
     env = {"OPENAI_BASE_URL": server.url, KEY_ENV: "sk-test"}
-    done = wop(tmp_path, env, "run", "slow.toml", "--run-id", RUN)
+    done = wop(tmp_path, env, "run", "down.toml", "--run-id", RUN)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "MCP server 'slow' did not answer within 0.5 s of starting" in done.stdout + \
+    assert "MCP server 'ops' did not answer within 0.5 s of starting" in done.stdout + \
         done.stderr
     assert "Future exception was never retrieved" not in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr

@@ -26,7 +26,7 @@ async def opened_tools(council: Council, *, down_ok: bool = False
     """Open the members' toolsets for the block; yield them by member id.
 
     ``down_ok``: a server that cannot be started or reached is left to the run (its toolset
-    is not yielded).
+    is not yielded; the run's first start of it fails the same way without trying again).
 
     Raises:
         DeclarationError: a toolset cannot be opened (located at the member's ``tools``).
@@ -44,6 +44,7 @@ async def opened_tools(council: Council, *, down_ok: bool = False
                 await toolset.open()
             except ToolSetupError as exc:
                 if down_ok and exc.server is not None:
+                    toolset.known_down = exc
                     continue
                 raise _located(council, member, exc) from None
             opened[member] = toolset
