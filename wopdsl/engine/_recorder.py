@@ -73,14 +73,11 @@ class LiveRecords(EventWriter):
         try:
             for member in members:
                 assert member.agent is not None
-                try:
-                    await member.agent.start()
-                except WopError as exc:
-                    if isinstance(exc, StoreError):
-                        raise
-                    self._unstarted[member.id] = exc
-                    continue
-                started.append(member.agent)
+                failure = await _started(member.agent)
+                if failure is None:
+                    started.append(member.agent)
+                else:
+                    self._unstarted[member.id] = failure
             yield
         finally:
             self._started = self._unstarted = None
@@ -103,13 +100,8 @@ class LiveRecords(EventWriter):
         """A turn of an agent that did not start with the drive: start it now, or fail."""
         failure = (self._unstarted or {}).pop(member.id, None)  # tried at the drive's start
         if failure is None:
-            try:
-                await agent.start()
-            except WopError as exc:
-                if isinstance(exc, StoreError):
-                    raise
-                failure = exc
-            else:
+            failure = await _started(agent)
+            if failure is None:
                 assert self._started is not None, "a turn runs within its drive"
                 self._started.append(agent)
         if failure is not None:
@@ -224,6 +216,17 @@ class LiveRecords(EventWriter):
                 # from the log once the store answers again (see Engine.drive).
                 return False
         return False
+
+
+async def _started(agent: MemberAgent) -> WopError | None:
+    """Start ``agent``; return why it cannot start (a store failure is raised)."""
+    try:
+        await agent.start()
+    except WopError as exc:
+        if isinstance(exc, StoreError):
+            raise
+        return exc
+    return None
 
 
 def requestable(state: CouncilState) -> frozenset[str]:
