@@ -29,8 +29,9 @@ Transport = Literal["native", "mcp"]
 class ToolSetupError(WopError):
     """A tool cannot be used at all: a server that will not start, a tool it does not have.
 
-    Raised when a run starts (or ``wop validate`` checks the tools): the run is left as it
-    was, resumable once the server is reachable.
+    Raised when a member's tools are opened (``wop validate``, ``wop run``'s check, a drive
+    starting the member): in a run, the member's next turn fails with it (``TOOL_ERROR``),
+    never the run left without an ending.
 
     Args:
         message: What is wrong, naming the server or tool.
