@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
+from tests.openwop_schemas import load_schemas
 from tests.server.test_sse import _frames, _open
 from tests.tools.conftest import (
     MCP_TOKEN,
@@ -92,6 +93,7 @@ def test_a_run_whose_mcp_server_is_down_fails_and_frees_its_slot(
             assert effects_in(effects) == [{"started": 1}, {"started": 1}]
         status, page, _ = served.request("GET", f"/v1/runs/{run_id}/events")
         assert status == 200
+        load_schemas().check_events(page["events"])
     shown = [json.dumps(page), json.dumps(frames), served.logs(),
              served.store.read_bytes().decode("utf-8", "replace")]
     for text in shown:
