@@ -1,6 +1,6 @@
-"""A model server that echoes the key — verbatim, base64-encoded, reversed; in an answer
-streamed in small pieces, in the model name it reports, in an error body — never gets it
-stored or printed: searched in the CLI's output, the events and the database file."""
+"""A model server that echoes the key — verbatim, base64-encoded, reversed, upper case; in an
+answer streamed in small pieces, in the model name it reports, in an error body — never gets
+it stored or printed: searched in the CLI's output, the events and the database file."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.llm.test_cli import REPO, SENTINEL, wop
 from wopdsl.testing.model_server import Answer, CapturedRequest, Failure, ScriptedModelServer
 
 B64 = base64.b64encode(SENTINEL.encode()).decode()
-FORMS = [SENTINEL, SENTINEL[::-1], B64, B64.rstrip("="),
+FORMS = [SENTINEL, SENTINEL[::-1], SENTINEL.upper(), B64, B64.rstrip("="),
          base64.urlsafe_b64encode(SENTINEL.encode()).decode().rstrip("="),
          # inside a longer base64 text (the key after "Bearer ")
          base64.b64encode(f"Bearer {SENTINEL}".encode()).decode()[12:-8]]
@@ -23,11 +23,12 @@ FORMS = [SENTINEL, SENTINEL[::-1], B64, B64.rstrip("="),
 
 def echo(request: CapturedRequest) -> Answer | Failure:
     if request.member == "critic":
-        return Failure(400, f"bad key {SENTINEL} ({B64}, {SENTINEL[::-1]})")
+        return Failure(400, f"bad key {SENTINEL} ({B64}, {SENTINEL[::-1]}, {SENTINEL.upper()})")
     wrapped = base64.b64encode(f"Bearer {SENTINEL}".encode()).decode()
     escaped = json.dumps(SENTINEL).replace("S", "\\u0053")  # a JSON escape spells it too
     text = (f'{{"summary": "my key is {SENTINEL}", "posts": [{{"roomId": "desk", '
-            f'"text": "{B64} {SENTINEL[::-1]} {wrapped} " , "mentions": ["critic"]}}], '
+            f'"text": "{B64} {SENTINEL[::-1]} {SENTINEL.upper()} {wrapped} " , '
+            f'"mentions": ["critic"]}}], '
             f'"data": {{"k": {escaped}}}}}')
     return Answer(text, chunks=len(text) // 3)
 
@@ -60,7 +61,7 @@ def test_an_echoed_key_is_never_stored_or_printed(echoing: ScriptedModelServer,
     events = [json.loads(line) for line in outputs[2].splitlines()]
     redacted = json.dumps(events)
     assert "my key is [REDACTED]" in redacted
-    assert "bad key [REDACTED] ([REDACTED], [REDACTED])" in redacted
+    assert "bad key [REDACTED] ([REDACTED], [REDACTED], [REDACTED])" in redacted
     assert "served-[REDACTED]" in redacted  # usage and provenance
     completed = next(e for e in events if e["type"] == "node.completed")
     assert completed["payload"]["outputs"]["data"] == {"k": "[REDACTED]"}

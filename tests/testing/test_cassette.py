@@ -8,6 +8,7 @@ loopback, reached through ``$OPENAI_BASE_URL`` with a sentinel API key; while re
 
 from __future__ import annotations
 
+import base64
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -240,3 +241,53 @@ def test_an_unreachable_model_while_recording_keeps_the_old_cassette(
                                  f"call 1): no answer from the model server at "
                                  f"{dead}/chat/completions*"])
     assert (project.path / CASSETTE).read_bytes() == before
+
+
+ECHOES = [SENTINEL.upper(), SENTINEL[::-1], base64.b64encode(SENTINEL.encode()).decode(),
+          base64.urlsafe_b64encode(SENTINEL.encode()).decode().rstrip("=")]
+"""The key as a server may echo it: upper case, reversed, base64 (the event log's forms)."""
+
+
+def test_a_key_echoed_in_any_form_is_scrubbed_from_the_cassette(
+    project: pytest.Pytester, model: ScriptedModelServer,
+) -> None:
+    model.add(Failure(429, f"slow down, {' '.join(ECHOES)}", retry_after="0"),
+              member="proposer")
+
+    run(project, "--wop-record", "--snapshot-update").assert_outcomes(passed=1)
+
+    text = (project.path / CASSETTE).read_text(encoding="utf-8")
+    for form in [SENTINEL, *ECHOES]:
+        assert form not in text
+    answer = yaml.safe_load(text)["exchanges"][0]["response"]["body"]
+    assert answer["error"]["message"] == "slow down, " + " ".join(["[REDACTED]"] * 4)
+
+
+PASSWORD = "pw-cassette-7Hq2Lx9"
+
+
+def test_recording_through_a_base_url_with_user_and_password_never_shows_the_password(
+    project: pytest.Pytester, model: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with_password = model.url.replace("http://", f"http://rec:{PASSWORD}@")
+    monkeypatch.setenv("OPENAI_BASE_URL", with_password)
+    model.add(Failure(429, f"who is rec:{PASSWORD}?", retry_after="0"), member="proposer")
+
+    recorded = run(project, "--wop-record", "--snapshot-update")
+
+    recorded.assert_outcomes(passed=1)
+    basic = base64.b64encode(f"rec:{PASSWORD}".encode()).decode()
+    assert {r.headers["authorization"] for r in model.requests} == {f"Basic {basic}"}
+    text = (project.path / CASSETTE).read_text(encoding="utf-8")
+    assert PASSWORD not in text and basic not in text
+    assert "who is [REDACTED]?" in text
+    # An API root that does not answer: the message names it without its user info.
+    dead = f"http://rec:{PASSWORD}@127.0.0.1:{closed_port()}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", dead)
+    failed = run(project, "--wop-record")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines([f"*no answer from the model server at "
+                                 f"{dead.replace(f'rec:{PASSWORD}@', '')}/chat/completions*"])
+    for output in (recorded, failed):
+        assert PASSWORD not in output.stdout.str() + output.stderr.str()
+        assert basic not in output.stdout.str() + output.stderr.str()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -116,6 +117,15 @@ def tool_council(*, tools: list[str], policy: dict[str, dict[str, Any]] | None =
     return council
 
 
+def wop_check(store: Path, run_id: str) -> None:
+    """``wop check`` and ``wop check --v2`` pass on the stored run."""
+    for extra in ([], ["--v2"]):
+        done = subprocess.run([sys.executable, "-m", "wopdsl", "--store", str(store), "check",
+                               *extra, run_id], capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 0, (extra, done.stdout, done.stderr)
+
+
 def free_port() -> int:
     """A loopback port nothing listens on (yet)."""
     with socket.socket() as sock:
@@ -124,12 +134,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving_http(**env: str) -> Iterator[str]:
-    """The test MCP server over streamable HTTP on loopback (``env`` added to its own);
+def mcp_http_server(port: int, effects: Path | None = None, **env: str) -> Iterator[str]:
+    """The test MCP server over streamable HTTP on ``port`` (``env`` added to its own);
     requires ``Bearer MCP_TOKEN``. Yields its url."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)],
-                            env={**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN, **env},
+    environ = {**os.environ, "MCP_TEST_TOKEN": MCP_TOKEN, **env}
+    if effects is not None:
+        environ[EFFECTS_ENV] = str(effects)
+    proc = subprocess.Popen([sys.executable, MCP_SERVER, "--http", str(port)], env=environ,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 20
@@ -147,5 +158,76 @@ def serving_http(**env: str) -> Iterator[str]:
 @pytest.fixture
 def http_server(effects: Path) -> Iterator[str]:
     """The test MCP server over streamable HTTP on loopback; requires ``Bearer MCP_TOKEN``."""
-    with serving_http() as url:
+    with mcp_http_server(free_port()) as url:
         yield url
+
+
+def serving_http(**env: str) -> contextlib.AbstractContextManager[str]:
+    """The test MCP server over streamable HTTP on a free loopback port (``env`` added)."""
+    return mcp_http_server(free_port(), **env)
+
+
+SECRET_ENV = "OPS_MCP_SECRET"
+"""A variable a council passes to its stdio MCP server (``env``): its value is a secret."""
+SECRET = "ops-secret-Kq7Zp2Wm9Xc4"
+"""Its value in the tests: never in an event, a log line, an answer or a file."""
+SECRET_FORMS = [SECRET, SECRET.upper(), SECRET[::-1], base64.b64encode(SECRET.encode()).decode()]
+"""The forms a server may print it in (each one redacted)."""
+LEAKS = ("import base64, os, sys; s = os.environ['OPS_MCP_SECRET']; "
+         "open(os.environ['WOPDSL_TEST_EFFECTS'], 'a').write('{\"started\": 1}\\n'); "
+         "print('cannot start with', s, s.upper(), s[::-1], "
+         "base64.b64encode(s.encode()).decode(), file=sys.stderr); sys.exit(5)")
+"""A stdio MCP server that counts its start (an effect), prints the secret it was passed (in
+four forms) and exits."""
+
+DOWN_COUNCIL = """\
+[council]
+id = "down"
+task = "Fix the outage."
+
+[models.m]
+model = "test-model"
+api_key_env = "{key}"
+
+[mcp.ops]
+{server}
+
+[[rooms]]
+id = "ops"
+members = ["sre"]
+
+[[members]]
+id = "sre"
+role = "sre"
+engine = "llm"
+model = "m"
+tools = ["mcp:ops/count"]
+"""
+
+
+def down_council(folder: Path, kind: str, port: int) -> Path:
+    """``down.toml``: member ``sre`` uses ``mcp:ops/count``; the server is down.
+
+    ``stdio``: its command prints the secret it is passed and exits (:data:`LEAKS`);
+    ``hang``: its command never answers (``startup_timeout_ms = 500``);
+    ``http``: nothing listens on ``port`` (yet), and the secret is its bearer token.
+    """
+    if kind == "stdio":
+        server = (f'command = "python"\nargs = ["-c", {json.dumps(LEAKS)}]\n'
+                  f'env = ["{SECRET_ENV}", "{EFFECTS_ENV}"]')
+    elif kind == "hang":
+        server = ('command = "python"\nargs = ["-c", "import time; time.sleep(60)"]\n'
+                  "startup_timeout_ms = 500")
+    else:
+        server = (f'url = "http://127.0.0.1:{port}/mcp"\n'
+                  'headers = { Authorization = "OPS_MCP_AUTH" }')
+    path = folder / "down.toml"
+    path.write_text(DOWN_COUNCIL.format(key=KEY_ENV, server=server), encoding="utf-8")
+    return path
+
+
+def down_environment(model_url: str, effects: Path) -> dict[str, str]:
+    """What a `wop` child running :func:`down_council` needs (both secrets set)."""
+    return {"OPENAI_BASE_URL": model_url, KEY_ENV: "sk-test", EFFECTS_ENV: str(effects),
+            SECRET_ENV: SECRET, "OPS_MCP_AUTH": f"Bearer {MCP_TOKEN}",
+            "PYTHONIOENCODING": "utf-8"}

@@ -110,3 +110,14 @@ async def slow_deploy(name: str) -> str:
         await asyncio.sleep(0.01)
     held.step("done")
     return f"deployed {name}"
+
+def garbled() -> str:
+    """Return text that is not valid Unicode: lone surrogates, and an emoji as two halves."""
+    record_effect(tool="garbled")
+    return "a \udc80 b \ud83d\ude00 c \ud800"
+
+
+def raw_bytes() -> bytes:
+    """Return bytes that are not all UTF-8."""
+    record_effect(tool="raw_bytes")
+    return b"ok \xff\xfe caf\xc3\xa9"

@@ -4,15 +4,24 @@ refuses requests without ``Authorization: Bearer $MCP_TEST_TOKEN``. ``--many N``
 ``t00001`` … (a server offering too many), ``--version V`` sets the version it reports, and
 ``--ttl-ms MS`` lets clients cache its tool list that long (a SEP-2549 cache hint, scope
 ``--scope``, default public); ``$MCP_TEST_VERSION``, ``$MCP_TEST_TTL_MS`` and
-``$MCP_TEST_SCOPE`` set them too. With ``$MCP_TEST_STARTS``, each start appends a line there."""
+``$MCP_TEST_SCOPE`` set them too. With ``$MCP_TEST_STARTS``, each start appends a line there.
+
+Over stdio, ``@@lone-udc80@@`` in what the server writes becomes the JSON escape ``\\udc80``:
+a lone surrogate as a JavaScript server's ``JSON.stringify`` spells it (the Python SDK cannot
+serialise one at all, so the ``garbled`` tool names them and the wire spells them).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
+import re
+import sys
 
+import anyio
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -82,10 +91,26 @@ def fail(message: str) -> str:
 
 
 @server.tool()
+def garbled() -> str:
+    """Answer with text that is not valid Unicode (lone surrogates, as JavaScript sends them)."""
+    _effect(tool="garbled")
+    return "before @@lone-udc80@@ pair \U0001f600 after @@lone-ud83d@@"
+
+
+@server.tool()
 def die(code: int = 3) -> str:
     """Exit the server process at once (a crash)."""
     _effect(tool="die")
     os._exit(code)
+
+
+@server.tool()
+def die_loudly() -> str:
+    """Print the secret passed in $OPS_MCP_SECRET to stderr (in four forms), then exit."""
+    secret = os.environ.get("OPS_MCP_SECRET", "")
+    print("dying with", secret, secret.upper(), secret[::-1],
+          base64.b64encode(secret.encode()).decode(), file=sys.stderr, flush=True)
+    os._exit(6)
 
 
 @server.tool()
@@ -115,6 +140,29 @@ def _guarded(app):  # type: ignore[no-untyped-def]
     return guard
 
 
+class _SpelledAsJavaScript:
+    """The server's stdout, with ``@@lone-uXXXX@@`` written as the JSON escape ``\\uXXXX``."""
+
+    def __init__(self) -> None:
+        self.out = sys.stdout.buffer
+
+    def write(self, text: str) -> int:
+        self.out.write(re.sub(r"@@lone-(u[0-9a-f]{4})@@", r"\\\1", text).encode())
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+async def _stdio() -> None:
+    """``server.run()`` over stdio, its stdout spelling lone surrogates (see the docstring)."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdout=anyio.wrap_file(_SpelledAsJavaScript())) as (read, write):
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
 if __name__ == "__main__":
     if ARGS.http:
         import uvicorn
@@ -122,4 +170,4 @@ if __name__ == "__main__":
         uvicorn.run(_guarded(server.streamable_http_app()), host="127.0.0.1", port=ARGS.http,
                     log_level="warning")
     else:
-        server.run()
+        anyio.run(_stdio)

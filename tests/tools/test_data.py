@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.tools.conftest import KEY_ENV, tool_council
+from tests.tools.conftest import KEY_ENV, effects_in, tool_council, wop_check
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
 HOSTILE = ["tests.tools.effects_tools:hostile"]
@@ -59,3 +59,25 @@ def test_the_terminal_shows_tool_output_escaped(server: ScriptedModelServer,
     tool_line = next(line for line in done.stdout.splitlines() if "← hostile ok" in line)
     assert "{{ 7 * 7 }} \\x1b[2J\\x1b[31mRED" in tool_line  # escaped, on one line
     assert "[ops] sre team/sre/1/0: {{ 7 * 7 }} \\x1b[31mred\\x1b[0m" in done.stdout
+
+
+async def test_output_that_is_not_valid_unicode_is_recorded_escaped_and_reaches_the_model(
+        server: ScriptedModelServer, effects: Path, tmp_path: Path) -> None:
+    server.add(ToolCalls(("garbled", {}), ("raw_bytes", {})), Answer({"summary": "read it"}))
+    council = tool_council(tools=["tests.tools.effects_tools:garbled",
+                                  "tests.tools.effects_tools:raw_bytes"],
+                           profile={"observability": "full"})
+    store = tmp_path / "runs.db"
+    run = await council.arun(store=str(store))
+    assert run.status == "completed", run.error
+    assert sorted(e["tool"] for e in effects_in(effects)) == ["garbled", "raw_bytes"]  # once each
+    garbled = "a \\udc80 b \U0001f600 c \\ud800"  # lone halves escaped, a pair joined
+    raw = "ok \\xff\\xfe café"  # bytes: UTF-8, the rest as \xNN
+    tools = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert tools == [garbled, raw]
+    returned = {e["payload"]["toolName"]: e["payload"] for e in run.events
+                if e["type"] == "agent.toolReturned"}  # the two calls ran in parallel
+    assert {name: (r["status"], r["outcome"]) for name, r in returned.items()} == {
+        "garbled": ("ok", garbled), "raw_bytes": ("ok", raw)}
+    assert returned["garbled"]["resultBytes"] == len(garbled.encode())
+    wop_check(store, run.run_id)

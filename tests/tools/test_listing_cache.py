@@ -86,7 +86,7 @@ def test_a_cached_list_spares_the_start_while_the_server_allows(folder: Path,
                                                                 ) -> None:
     first = _validate(folder)
     assert "note: starting MCP server 'test' (stdio) to list its tools …\n" in first
-    assert "note: MCP server 'test' (test-tools 1.0) listed 6 tools in " in first
+    assert "note: MCP server 'test' (test-tools 1.0) listed 8 tools in " in first
     assert " s; cached for 10 min as the server allows\n" in first
     assert _starts(folder) == 1 and len(_entries(folder)) == 1
     _no_secret_in_the_cache(folder, SECRET)
@@ -99,7 +99,7 @@ def test_a_cached_list_spares_the_start_while_the_server_allows(folder: Path,
     assert "starting" not in again and _starts(folder) == 1
     # --no-cache lists live, and the entry takes the version the server reports now.
     monkeypatch.setenv("MCP_TEST_VERSION", "2.0")
-    assert "note: MCP server 'test' (test-tools 2.0) listed 6 tools" in _validate(
+    assert "note: MCP server 'test' (test-tools 2.0) listed 8 tools" in _validate(
         folder, "--no-cache")
     assert "(test-tools 2.0) from the cache" in _validate(folder) and _starts(folder) == 2
     # An edited server script is another server: started again.
@@ -159,7 +159,7 @@ def test_http_header_values_are_never_kept(folder: Path, monkeypatch: pytest.Mon
             '"mcp:test/count"'), encoding="utf-8")
         first = _validate(folder)
         assert "note: connecting to MCP server 'test' (http) to list its tools …" in first
-        assert "(test-tools 3.1) listed 6 tools" in first
+        assert "(test-tools 3.1) listed 8 tools" in first
         _no_secret_in_the_cache(folder, MCP_TOKEN)
         monkeypatch.setenv("TEST_MCP_AUTH", "Bearer other-sentinel-0b5")
         assert "(test-tools 3.1) from the cache" in _validate(folder)  # a public list

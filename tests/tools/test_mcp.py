@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -13,7 +14,17 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (wopdsl[mcp]) is not installed")
 
 from tests.openwop_schemas import load_schemas
-from tests.tools.conftest import effects_in, tool_council
+from tests.tools.conftest import (
+    KEY_ENV,
+    SECRET,
+    SECRET_ENV,
+    SECRET_FORMS,
+    effects_in,
+    free_port,
+    tool_council,
+    wop_check,
+)
+from wopdsl import Council
 from wopdsl.protocol.check_v2 import as_v2, v2_event_errors
 from wopdsl.testing.model_server import Answer, ScriptedModelServer, ToolCalls
 
@@ -78,7 +89,8 @@ async def test_every_tool_of_a_server_and_errors_and_sizes(
     run = await mcp_council(["mcp:test/*"]).arun(store="memory:")
     assert run.status == "completed", run.error
     offered = {t["function"]["name"] for t in server.requests[0].body["tools"]}
-    assert offered == {"count", "sleep", "big", "fail", "die", "die_once"}
+    assert offered == {"count", "sleep", "big", "fail", "garbled", "die", "die_loudly",
+                       "die_once"}
     contents = [m["content"] for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert "no disk" in contents[0]
     assert contents[1].startswith("error (RESULT_TOO_LARGE): the result has 1048576 bytes")
@@ -96,6 +108,25 @@ async def test_a_hanging_mcp_tool_times_out(server: ScriptedModelServer, effects
     assert content.startswith("error (TIMEOUT): no answer within 0.3 s")
 
 
+async def test_output_that_is_not_valid_unicode_reaches_the_model_escaped(
+        server: ScriptedModelServer, effects: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The server's JSON holds lone surrogates (\\udc80), as a JavaScript server sends them:
+    # the SDK's parser refuses the line, and the call used to wait into its timeout.
+    server.add(ToolCalls(("garbled", {})), DONE)
+    run = await mcp_council(["mcp:test/garbled"], profile={"observability": "full"},
+                            policy={"garbled": {"timeout_ms": 15000}}).arun(store="memory:")
+    assert run.status == "completed", run.error
+    expected = "before \\udc80 pair \U0001f600 after \\ud83d"
+    tool = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")
+    assert tool["content"] == expected
+    returned = _of(run.events.to_list(), "agent.toolReturned")
+    assert [(r["status"], r["outcome"]) for r in returned] == [("ok", expected)]
+    assert [e["tool"] for e in effects_in(effects)] == ["garbled"]
+    load_schemas().check_events(run.events.to_list())
+    # The SDK's record of the line it refused (a traceback on stderr) is not shown.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("mcp")] == []
+
+
 async def test_a_server_that_dies_mid_call_fails_the_turn_clearly(
         server: ScriptedModelServer, effects: Path) -> None:
     server.add(ToolCalls(("die", {})))
@@ -108,6 +139,26 @@ async def test_a_server_that_dies_mid_call_fails_the_turn_clearly(
     closed = _of(run.events.to_list(), "tool.session.closed")
     assert [c["outcome"] for c in closed] == ["failed"]
     load_schemas().check_events(run.events.to_list())
+
+
+async def test_what_a_dying_server_printed_is_quoted_without_the_secrets_passed_to_it(
+        server: ScriptedModelServer, effects: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    server.add(ToolCalls(("die_loudly", {})))
+    council = mcp_council(["mcp:test/die_loudly"])
+    council._mcp["test"]["env"] = ["WOPDSL_TEST_EFFECTS", SECRET_ENV]
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "failed"
+    events = run.events.to_list()
+    error = _of(events, "node.failed")[0]["error"]
+    assert "went away during the call" in error["message"]
+    assert ("its stderr ends: 'dying with [REDACTED] [REDACTED] [REDACTED] [REDACTED]'"
+            in error["message"]), error
+    stored = (tmp_path / "runs.db").read_bytes().decode("utf-8", "replace")
+    for text in (json.dumps(events), stored):
+        for form in SECRET_FORMS:
+            assert form not in text
 
 
 async def test_a_server_that_died_is_restarted_for_an_idempotent_call(
@@ -137,18 +188,63 @@ async def test_a_server_that_died_is_restarted_for_an_idempotent_call(
     load_schemas().check_events(events)
 
 
-async def test_unknown_tools_and_dead_commands_are_refused_before_the_run(
+async def test_a_tool_the_server_lacks_fails_the_turn_naming_it(
         server: ScriptedModelServer, tmp_path: Path, effects: Path) -> None:
-    council = mcp_council(["mcp:test/nope"])
-    from wopdsl.agents.tools.discover import ToolSetupError
+    # (`wop run` refuses it before writing anything: tests/tools/test_example.py)
+    run = await mcp_council(["mcp:test/nope"]).arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "failed"
+    error = _of(run.events.to_list(), "node.failed")[0]["error"]
+    assert error["code"] == "TOOL_ERROR"
+    assert ("MCP server 'test' has no tool 'nope' (it lists: big, count, die, die_loudly, "
+            "die_once, fail, garbled, sleep)") in error["message"]
+    assert server.requests == []
+    wop_check(tmp_path / "runs.db", run.run_id)
 
-    with pytest.raises(ToolSetupError, match="has no tool 'nope'") as caught:
-        await council.arun(store=str(tmp_path / "runs.db"))
-    assert "it lists: big, count, die, die_once, fail, sleep" in caught.value.message
-    broken = tool_council(tools=["mcp:gone/x"])
-    broken.mcp("gone", command=sys.executable, args=["-c", "import sys; sys.exit(5)"])
-    with pytest.raises(ToolSetupError, match="MCP server 'gone' could not be reached"):
-        await broken.arun(store="memory:")
+
+DOWN = [("stdio", "could not be reached: MCPError: Connection closed (its stderr ends: "
+                  "'no such service')"),
+        ("http", "could not be reached: ConnectError: All connection attempts failed")]
+
+
+@pytest.mark.parametrize(("kind", "why"), DOWN, ids=[kind for kind, _ in DOWN])
+async def test_a_server_that_is_down_fails_the_run_naming_it(
+        server: ScriptedModelServer, tmp_path: Path, kind: str, why: str) -> None:
+    council = tool_council(tools=["mcp:ops/count"])
+    if kind == "stdio":  # a command that fails to start
+        council.mcp("ops", command=sys.executable, args=[
+            "-c", "import sys; print('no such service', file=sys.stderr); sys.exit(5)"])
+    else:  # nothing listens there
+        council.mcp("ops", url=f"http://127.0.0.1:{free_port()}/mcp")
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "failed"
+    events = run.events.to_list()
+    failed = _of(events, "node.failed")[0]
+    assert failed["nodeId"] == "sre" and failed["error"]["code"] == "TOOL_ERROR"
+    assert f"MCP server 'ops' {why}" in failed["error"]["message"], failed
+    assert failed["error"]["details"] == {"server": "ops"}
+    assert run.error is not None and run.error["details"] == {"nodeError": "TOOL_ERROR"}
+    assert f"member sre failed: TOOL_ERROR: MCP server 'ops' {why}" in run.error["message"]
+    assert server.requests == []  # the model was never called
+    wop_check(tmp_path / "runs.db", run.run_id)
+
+
+async def test_a_waiting_run_needs_its_server_only_for_a_turn_that_uses_it(
+        server: ScriptedModelServer, tmp_path: Path) -> None:
+    council = Council("ops-team", task="Fix the outage.")
+    council.model("m", model="test-model", api_key_env=KEY_ENV)
+    council.room("ops", members=["boss", "sre"])
+    council.human("boss", initial_turn=True)
+    council.add_member("sre", role="sre", engine="llm", model="m", tools=["mcp:ops/count"],
+                       initial_turn=False)
+    council.mcp("ops", url=f"http://127.0.0.1:{free_port()}/mcp")
+    run = await council.arun(store=str(tmp_path / "runs.db"))
+    assert run.status == "waiting-input", run.error  # nothing needed the server yet
+    await run.reply("@sre look at the api", as_="boss", room="ops")
+    assert await run.wait() == "failed"
+    failed = _of(run.events.to_list(), "node.failed")[0]["error"]
+    assert failed["code"] == "TOOL_ERROR" and "MCP server 'ops' could not be reached" in \
+        failed["message"]
+    wop_check(tmp_path / "runs.db", run.run_id)
 
 
 async def test_an_http_server_gets_headers_from_the_environment_never_logged(
@@ -165,15 +261,26 @@ async def test_an_http_server_gets_headers_from_the_environment_never_logged(
     assert b"sentinel-7f3a9c" not in stored
     assert "sentinel-7f3a9c" not in json.dumps(run.events.to_list())
     load_schemas().check_events(run.events.to_list())
-    # Without the variable: a clear error naming the variable, never a value.
+    # Without the variable: the turn fails clearly, naming the variable, never a value.
     monkeypatch.delenv("TEST_MCP_AUTH")
-    from wopdsl.agents.tools.discover import ToolSetupError
-
-    with pytest.raises(ToolSetupError, match="environment variable TEST_MCP_AUTH, which is "
-                                             "not set"):
-        await council.arun(store="memory:")
+    failed = await council.arun(store="memory:")
+    assert failed.status == "failed" and failed.error is not None
+    assert "environment variable TEST_MCP_AUTH, which is not set" in failed.error["message"]
     # A wrong value: refused by the server, and the error does not echo it.
     monkeypatch.setenv("TEST_MCP_AUTH", "Bearer wrong-sentinel-55")
-    with pytest.raises(ToolSetupError) as caught:
-        await council.arun(store="memory:")
-    assert "wrong-sentinel-55" not in str(caught.value)
+    failed = await council.arun(store="memory:")
+    assert failed.status == "failed" and failed.error is not None
+    assert "MCP server 'remote' could not be reached" in failed.error["message"]
+    assert "wrong-sentinel-55" not in json.dumps(failed.events.to_list())
+
+
+def test_every_value_passed_to_a_server_is_redacted_in_every_form() -> None:
+    from wopdsl.agents.tools.mcp_wire import secrets_redactor
+
+    redact = secrets_redactor(["Bearer tok-0123456789", "header-value-77"],
+                              "http://user:url-pass-secret@127.0.0.1:1/mcp")
+    token_b64 = base64.b64encode(b"tok-0123456789").decode()
+    said = (f"Bearer tok-0123456789 | TOK-0123456789 | 9876543210-kot | {token_b64} | "
+            "header-value-77 | url-pass-secret | ok")
+    assert redact(said) == ("[REDACTED] | [REDACTED] | [REDACTED] | [REDACTED] | "
+                            "[REDACTED] | [REDACTED] | ok")

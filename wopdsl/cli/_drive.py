@@ -145,8 +145,9 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
 
     async def begin() -> tuple[Run, str]:
         # Tools are checked (MCP servers started, listed) before anything is written; the
-        # servers stay up for the run (DESIGN.md §20).
-        await tools.enter_async_context(opened_tools(council))
+        # servers stay up for the run (DESIGN.md §20). A server that is down fails the turns
+        # that need it, as under `wop serve`.
+        await tools.enter_async_context(opened_tools(council, down_ok=True))
         run = council.start(store, args.run_id, max_participants=args.max_participants)
         return run, f"run {run.run_id} (council {council.id}, store {ctx.store_shown})"
 

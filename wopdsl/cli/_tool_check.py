@@ -3,8 +3,10 @@
 ``wop validate`` lists each member's tools (starting the MCP servers together to list theirs,
 saying so, unless a server let its list be cached) and the worst case of tool calls; ``wop
 run`` checks the same before writing anything, keeps the servers it started for the run, and
-refreshes the cache from their live lists. A problem (a server that will not start, a tool it
-does not have) is a ``DECLARATION_INVALID`` located at the member's ``tools`` in the file.
+refreshes the cache from their live lists. A problem (a tool the server does not have; for
+``wop validate`` also a server that will not start) is a ``DECLARATION_INVALID`` located at
+the member's ``tools`` in the file. ``wop run`` starts a run whose server is down as every
+front end does: the member's turns fail, naming the server (docs/guides/tools.md).
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ __all__ = ["opened_tools", "tool_lines", "tool_worst_case"]
 
 
 @contextlib.asynccontextmanager
-async def opened_tools(council: Council) -> AsyncIterator[dict[str, Any]]:
+async def opened_tools(council: Council, *, down_ok: bool = False
+                       ) -> AsyncIterator[dict[str, Any]]:
     """Open the members' toolsets for the block; yield them by member id.
+
+    ``down_ok``: a server that cannot be started or reached is left to the run (its toolset
+    is not yielded; the run's first start of it fails the same way without trying again).
 
     Raises:
         DeclarationError: a toolset cannot be opened (located at the member's ``tools``).
@@ -34,21 +40,24 @@ async def opened_tools(council: Council) -> AsyncIterator[dict[str, Any]]:
         return
     from wopdsl.agents.tools.discover import ToolSetupError, close_toolsets
 
-    opened = []
+    opened: dict[str, Any] = {}
     try:
         for member, toolset in toolsets.items():
             try:
                 await toolset.open()
             except ToolSetupError as exc:
+                if down_ok and exc.server is not None:
+                    toolset.known_down = exc
+                    continue
                 raise _located(council, member, exc) from None
-            opened.append(toolset)
+            opened[member] = toolset
         from wopdsl.agents.tools import listing_cache
 
-        for connection in {c.name: c for t in opened for c in t.servers}.values():
+        for connection in {c.name: c for t in opened.values() for c in t.servers}.values():
             listing_cache.save(connection)  # a live listing replaces wop validate's entry
-        yield toolsets
+        yield opened
     finally:
-        await close_toolsets(opened)
+        await close_toolsets(opened.values())
 
 
 def _located(council: Council, member: str, exc: Any) -> DeclarationError:

@@ -13,10 +13,11 @@ import contextlib
 from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
+from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.budget import RunBudget
 from wopdsl.compile.graph import CompiledMember
 from wopdsl.engine._writer import EventWriter
-from wopdsl.errors import StoreConflict, StoreError
+from wopdsl.errors import StoreConflict, StoreError, TurnError, WopError
 from wopdsl.model.turns import Turn
 from wopdsl.protocol import payloads as p
 from wopdsl.state import CouncilState, Inflight
@@ -44,26 +45,42 @@ class LiveRecords(EventWriter):
     replay_source: str | None = None
     """For a replay-mode fork: the source run, whose tool results are used (nothing is
     called again)."""
+    _started: list[MemberAgent] | None = None
+    """The recording agents started for this drive (each is stopped when it ends)."""
+    _unstarted: dict[str, WopError] | None = None
+    """Why a recording agent could not start for this drive (an MCP server that cannot be
+    started or reached), by member: its next turn fails with it."""
 
     @contextlib.asynccontextmanager
     async def _recording_agents(self) -> AsyncIterator[None]:
-        """While driven: recording agents started, the budget built from the log."""
-        agents = [m.agent for m in self.graph.members.values()
-                  if m.agent is not None and m.agent.records]
-        if agents:
+        """While driven: recording agents started, the budget built from the log.
+
+        An agent that cannot start (its MCP server is down) does not stop the drive: a run
+        that needs nothing of it goes on, and the member's turns fail with the reason
+        (``TOOL_ERROR`` naming the server; ``retries`` tries again, a new start each time).
+        """
+        members = [m for m in self.graph.members.values()
+                   if m.agent is not None and m.agent.records]
+        if members:
             settings = self.graph.spec.council
             spent = self.state.usage.total
             self._budget = RunBudget(settings.max_tokens, settings.max_cost_usd,
                                      tokens=spent.total_tokens, cost=spent.cost_usd or 0.0,
                                      max_tool_calls=settings.max_tool_calls,
                                      tool_calls=self.state.tools.calls)
-        started = []
+        started = self._started = []
+        self._unstarted = {}
         try:
-            for agent in agents:
-                await agent.start()
-                started.append(agent)
+            for member in members:
+                assert member.agent is not None
+                failure = await _started(member.agent)
+                if failure is None:
+                    started.append(member.agent)
+                else:
+                    self._unstarted[member.id] = failure
             yield
         finally:
+            self._started = self._unstarted = None
             for agent in started:
                 await agent.stop()
 
@@ -73,8 +90,26 @@ class LiveRecords(EventWriter):
         agent = member.agent
         assert agent is not None
         if agent.records:
+            if self._started is not None and agent not in self._started:
+                return self._late_turn(member, agent, turn, inflight)
             return agent.take_recorded_turn(turn, Recorder(self, inflight, self._budget))
         return agent.take_turn(turn)
+
+    async def _late_turn(self, member: CompiledMember, agent: MemberAgent, turn: Turn,
+                         inflight: Inflight) -> object:
+        """A turn of an agent that did not start with the drive: start it now, or fail."""
+        failure = (self._unstarted or {}).pop(member.id, None)  # tried at the drive's start
+        if failure is None:
+            failure = await _started(agent)
+            if failure is None:
+                assert self._started is not None, "a turn runs within its drive"
+                self._started.append(agent)
+        if failure is not None:
+            hint = f" ({failure.hint})" if failure.hint else ""
+            server = getattr(failure, "server", None)
+            raise TurnError(failure.code, f"{failure.message}{hint}",
+                            {"server": server} if server else {})
+        return await agent.take_recorded_turn(turn, Recorder(self, inflight, self._budget))
 
     def model_endpoints(self) -> dict[str, str]:
         """Profile name → the base URL the run recorded at its start.
@@ -181,6 +216,17 @@ class LiveRecords(EventWriter):
                 # from the log once the store answers again (see Engine.drive).
                 return False
         return False
+
+
+async def _started(agent: MemberAgent) -> WopError | None:
+    """Start ``agent``; return why it cannot start (a store failure is raised)."""
+    try:
+        await agent.start()
+    except WopError as exc:
+        if isinstance(exc, StoreError):
+            raise
+        return exc
+    return None
 
 
 def requestable(state: CouncilState) -> frozenset[str]:

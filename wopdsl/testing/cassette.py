@@ -13,7 +13,9 @@ turn, the turn's attempt (as in ``node.started``) and the call within that attem
 or a tool round is a new call), and holds the raw Chat Completions request body and the
 response body (a streamed answer assembled into one ``chat.completion``, tool calls
 included). Headers are not kept (no key or auth header is ever written), except a
-``Retry-After`` of an error answer; the API key is scrubbed from everything that is.
+``Retry-After`` of an error answer; the API key (and the password of an API root with
+``user:password@``) is scrubbed from everything that is, in every form the event log's
+redaction knows (reversed, upper case, base64 …).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from urllib.parse import quote, unquote
 import yaml
 
 from wopdsl.testing._cassette_diff import dump_yaml, request_diff, tool_changes
-from wopdsl.testing.cassette_upstream import forward, scrub
+from wopdsl.testing.cassette_upstream import forward, scrub, upstream_secrets
 from wopdsl.testing.model_server import CapturedRequest, RawAnswer, ScriptedModelServer
 
 __all__ = ["FORMAT", "Cassette", "CassetteMismatch", "Exchange", "dump_yaml", "request_diff"]
@@ -142,8 +144,10 @@ class Cassette:
         path = "/" + "/".join(parts[4:])  # below /<run>/<profile>/v1
         auth = request.headers.get("authorization", "")
         secret = auth.split(" ", 1)[1] if " " in auth else auth
+        secrets = upstream_secrets(self._upstreams.get(profile))
         made = Exchange(run, member, turn, attempt, call, profile,
-                        {"path": path, "body": scrub(request.body, secret)}, {}, position)
+                        {"path": path, "body": scrub(request.body, secret, *secrets)}, {},
+                        position)
         try:
             if self.record:
                 return self._record(made, request, secret)

@@ -2,9 +2,10 @@
 
 A server (or a model asked to) may echo the key: in an error body, in an answer, in the
 model name it reports. Everything a call returns passes through a :class:`Redactor` before
-it is stored, printed or sent on: the key verbatim, reversed, and base64-encoded (standard
-and URL-safe alphabets, with or without padding, and the part of its encoding that does not
-depend on where the key sits inside a longer base64 text) is replaced by ``[REDACTED]``.
+it is stored, printed or sent on: the key verbatim, reversed, in upper and in lower case, and
+base64-encoded (standard and URL-safe alphabets, with or without padding, and the part of its
+encoding that does not depend on where the key sits inside a longer base64 text) is replaced
+by ``[REDACTED]``. One redactor may hold several secrets (the values passed to an MCP server).
 Streamed text goes through a :class:`StreamRedactor`, which holds back the end of each piece
 that could begin the key until the next piece shows whether it does.
 """
@@ -27,10 +28,16 @@ _MIN_CORE = 16
 
 
 class Redactor:
-    """Replaces the forms of one secret in text (no secret: text passes unchanged)."""
+    """Replaces the forms of secrets in text (no secret: text passes unchanged).
 
-    def __init__(self, secret: str | None) -> None:
-        forms = _forms(secret) if secret and len(secret) >= _MIN_SECRET else set()
+    Secrets shorter than six characters are not searched for (they would match ordinary text).
+    """
+
+    def __init__(self, *secrets: str | None) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            if secret and len(secret) >= _MIN_SECRET:
+                forms |= _forms(secret)
         self.forms = tuple(sorted(forms, key=len, reverse=True))
         self.longest = len(self.forms[0]) if self.forms else 0
 
@@ -98,7 +105,7 @@ def redactor(secret: str | None) -> Redactor:
 
 def _forms(secret: str) -> set[str]:
     raw = secret.encode()
-    forms = {secret, secret[::-1]}
+    forms = {secret, secret[::-1], secret.upper(), secret.lower()}
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         full = encode(raw).decode()
         forms.update({full, full.rstrip("=")})

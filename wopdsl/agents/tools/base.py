@@ -20,7 +20,7 @@ from wopdsl.model.tools import (
 )
 
 __all__ = ["Policy", "Tool", "ToolFault", "ToolOutput", "ToolSetupError", "Transport",
-           "as_text"]
+           "as_text", "valid_text"]
 
 Transport = Literal["native", "mcp"]
 """How a tool is reached (RFC 0064 ``transport``)."""
@@ -29,20 +29,27 @@ Transport = Literal["native", "mcp"]
 class ToolSetupError(WopError):
     """A tool cannot be used at all: a server that will not start, a tool it does not have.
 
-    Raised when a run starts (or ``wop validate`` checks the tools): the run is left as it
-    was, resumable once the server is reachable.
+    Raised when a member's tools are opened (``wop validate``, ``wop run``'s check, a drive
+    starting the member): in a run, the member's next turn fails with it (``TOOL_ERROR``),
+    never the run left without an ending.
 
     Args:
         message: What is wrong, naming the server or tool.
         hint: How to fix it.
+        reference: The member's tool reference at fault (a declaration problem).
+        server: The MCP server that cannot be started or reached (not a declaration
+            problem: the same council runs once the server answers).
     """
 
     code = "TOOL_ERROR"
 
-    def __init__(self, message: str, hint: str = "", *, reference: str | None = None) -> None:
+    def __init__(self, message: str, hint: str = "", *, reference: str | None = None,
+                 server: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.reference = reference
         """The member's tool reference at fault, when one is."""
+        self.server = server
+        """The MCP server that could not be started or reached, when that is the problem."""
 
 
 class ToolFault(Exception):
@@ -60,12 +67,15 @@ class ToolFault(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
-    """A tool's answer, as the model reads it."""
+    """A tool's answer, as the model reads it: always valid Unicode (see :func:`valid_text`)."""
 
     text: str
     """The result (or the error, when ``error``), as text."""
     error: bool = False
     """Whether the tool reported an error (an MCP ``isError`` result)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", valid_text(self.text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +145,31 @@ class Tool(ABC):
         """
 
 
+def valid_text(text: str) -> str:
+    r"""``text`` as valid Unicode, whatever a tool returned.
+
+    A Python ``str`` may hold surrogates (U+D800–U+DFFF), which UTF-8 cannot carry: no log,
+    database or model request could take them. Two halves of one character are joined; a
+    lone half is written as its escape, ``\udc80`` (six characters). Valid text passes
+    unchanged.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return joined.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def as_text(value: Any) -> str:
-    """A Python tool's return value as text for the model (JSON unless it is a string)."""
+    r"""A Python tool's return value as text for the model (JSON unless it is text).
+
+    ``bytes`` are read as UTF-8; a byte that is not UTF-8 is written ``\xff``.
+    """
     if isinstance(value, str):
         return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "backslashreplace")
     from pydantic_core import to_jsonable_python
 
     try:

@@ -1,8 +1,9 @@
 """Open members' toolsets before a run (or for ``wop validate``) and describe them.
 
 Opening starts (or joins) each MCP server the members name, lists its tools and checks every
-reference: a missing tool, two tools with one name or a server that will not start is a
-problem of the declaration, found before anything is written.
+reference: a missing tool or two tools with one name is a problem of the declaration, found
+before anything is written (``wop validate`` reports a server that will not start too; a run
+meets that one in the member's turn).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ that entered them), whichever run started it.
 A server that dies is started again (up to ``restarts`` times) before the next call; a call
 in flight when it died has an unknown outcome and is never silently repeated (see
 :class:`ServerDied`). Header values and environment values are read when the server starts and
-never appear in a message: errors name the variables.
+never appear in a message: errors name the variables, and what is quoted of the server (its
+stderr, its errors) is redacted of every value passed to it (:mod:`.mcp_wire`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from wopdsl.agents.llm.redact import Redactor
 from wopdsl.agents.tools.base import Tool, ToolFault, ToolOutput, ToolSetupError, Transport
+from wopdsl.agents.tools.mcp_wire import repaired, secrets_redactor
 from wopdsl.model.tools import McpServerSpec, tool_name
 
 __all__ = ["McpConnection", "McpTool", "ServerDied"]
@@ -71,6 +74,8 @@ class McpConnection:
         self._stderr: Any = None
         self._broken = False
         """A call saw the connection break: restart before the next one."""
+        self._redact = Redactor()
+        """Removes the values passed to the server from what is quoted of it."""
 
     @property
     def alive(self) -> bool:
@@ -120,13 +125,14 @@ class McpConnection:
                         f"MCP server '{self.name}' stopped{reason}, and it was already started "
                         f"again {self._restarts} time(s) (restarts = {self.spec.restarts})",
                         hint="see why the server exits (its stderr is quoted above), or "
-                             f"raise restarts in [mcp.{self.name}]")
+                             f"raise restarts in [mcp.{self.name}]", server=self.name)
                 self._restarts += 1
             await self._start()
 
     async def _start(self) -> None:
         self._closing = asyncio.Event()
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        ready.add_done_callback(_retrieved)  # a start given up on still ends its future
         self._task = asyncio.ensure_future(self._serve(ready, self._closing))
         timeout = self.spec.startup_timeout_ms / 1000
         try:
@@ -136,7 +142,8 @@ class McpConnection:
             await self._stop()
             raise ToolSetupError(f"MCP server '{self.name}' did not answer within "
                                  f"{timeout:g} s of starting", hint="check the command, or "
-                                 f"raise startup_timeout_ms in [mcp.{self.name}]") from None
+                                 f"raise startup_timeout_ms in [mcp.{self.name}]",
+                                 server=self.name) from None
         except ToolSetupError:
             await self._stop()
             raise
@@ -144,7 +151,8 @@ class McpConnection:
             reason = self._exit_reason()
             await self._stop()
             raise ToolSetupError(f"MCP server '{self.name}' could not be reached: "
-                                 f"{_describe(exc)}{reason}", hint=self._hint()) from None
+                                 f"{self._describe(exc)}{reason}", hint=self._hint(),
+                                 server=self.name) from None
         self.listing = {tool.name: tool for tool in tools}
         self.protocol = str(getattr(self._client, "protocol_version", "") or "")
         info = getattr(self._client, "server_info", None)
@@ -169,7 +177,7 @@ class McpConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
-                    Client(await self._transport(stack), mode="auto"))
+                    Client(repaired(await self._transport(stack)), mode="auto"))
                 tools: list[Any] = []
                 cursor: str | None = None
                 ttl_ms: int | None = None
@@ -205,10 +213,14 @@ class McpConnection:
                 raise ToolSetupError(f"MCP server '{self.name}' passes environment variable(s) "
                                      f"{', '.join(missing)}, which are not set",
                                      hint="set them, or remove them from env")
-            env = get_default_environment() | {name: os.environ[name] for name in spec.env}
+            passed = {name: os.environ[name] for name in spec.env}
+            self._redact = secrets_redactor(passed.values())
+            env = get_default_environment() | passed
             command = sys.executable if spec.command in ("python", "python3") else spec.command
-            errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            self._stderr = stack.enter_context(errlog)
+            # Kept past the client's end (closed by _stop): a server that exits at once is
+            # quoted on why, once the client has seen it go.
+            self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
+                "w+", encoding="utf-8", errors="replace")
             params = StdioServerParameters(command=command, args=list(spec.args), env=env,
                                            cwd=str(self.base_dir) if self.base_dir else None)
             return stdio_client(params, errlog=self._stderr)
@@ -223,6 +235,7 @@ class McpConnection:
                                      f"environment variable {variable}, which is not set",
                                      hint=f"export {variable}=... before the run")
             headers[header] = value
+        self._redact = secrets_redactor(headers.values(), spec.url)
         client = await stack.enter_async_context(httpx2.AsyncClient(
             headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
         assert spec.url is not None
@@ -242,6 +255,9 @@ class McpConnection:
         elif task is not None:
             with contextlib.suppress(BaseException):
                 task.result()
+        stderr, self._stderr = self._stderr, None
+        if stderr is not None:
+            stderr.close()
 
     def _exit_reason(self) -> str:
         stderr = self._stderr
@@ -249,10 +265,13 @@ class McpConnection:
             return ""
         with contextlib.suppress(Exception):
             stderr.seek(0)
-            text = stderr.read()[-_STDERR_TAIL:].strip()
+            text = self._redact(stderr.read())[-_STDERR_TAIL:].strip()
             if text:
                 return f" (its stderr ends: {text!r})"
         return ""
+
+    def _describe(self, exc: BaseException) -> str:
+        return self._redact(_describe(exc))
 
     def _hint(self) -> str:
         if self.spec.command is not None:
@@ -278,9 +297,9 @@ class McpConnection:
             if not self.alive or _broken(exc):
                 self._broken = True
                 raise ServerDied(f"MCP server '{self.name}' went away during the call "
-                                 f"({_describe(exc)}){self._exit_reason()}") from None
+                                 f"({self._describe(exc)}){self._exit_reason()}") from None
             raise ToolFault("TOOL_ERROR", f"the MCP server refused the call: "
-                            f"{_describe(exc)}") from None
+                            f"{self._describe(exc)}") from None
         return ToolOutput(_result_text(result), error=bool(result.is_error))
 
 
@@ -301,6 +320,12 @@ class McpTool(Tool):
     async def call(self, arguments: dict[str, Any]) -> ToolOutput:
         """Call it on the server."""
         return await self.connection.call(self.remote, arguments)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (asyncio would print it as never retrieved)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _broken(exc: BaseException) -> bool:

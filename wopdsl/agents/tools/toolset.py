@@ -57,6 +57,9 @@ class Toolset:
     """Every reference as the member lists them (tools are offered in this order)."""
     tools: dict[str, Tool] = field(default_factory=dict)
     """Every tool by the name the model calls it, once :meth:`open` listed the servers."""
+    known_down: ToolSetupError | None = None
+    """A server failure a check just before the run met (``wop run``): the next
+    :meth:`open` raises it instead of starting the server a second time."""
     _open: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +89,9 @@ class Toolset:
             ToolSetupError: a server cannot be reached, lacks a named tool, or two tools
                 share a name.
         """
+        if self.known_down is not None:
+            failure, self.known_down = self.known_down, None
+            raise failure
         acquired: list[McpConnection] = []
         try:
             for connection in self.servers:
