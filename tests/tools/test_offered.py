@@ -113,7 +113,7 @@ def test_max_tools_raises_the_cap(tmp_path: Path) -> None:
     assert "      tool t00130 (mcp:big/t00130; not idempotent; timeout 30 s)" in done.stdout
     path.write_text(text.replace("mcp:big/*", "mcp:big/nope"), encoding="utf-8")
     done, _ = _wop_measured("validate", "council.toml", cwd=tmp_path)
-    names = ", ".join(["big", "count", "die", "die_once", "fail", "sleep",
-                       *(f"t{index:05d}" for index in range(1, 15))])
+    names = ", ".join(["big", "count", "die", "die_loudly", "die_once", "fail", "garbled",
+                       "sleep", *(f"t{index:05d}" for index in range(1, 13))])
     assert done.returncode == 2 and ("sre: MCP server 'big' has no tool 'nope' (it lists: "
-                                     f"{names} and 116 more)\n") in done.stderr, done.stderr
+                                     f"{names} and 118 more)\n") in done.stderr, done.stderr
