@@ -106,6 +106,13 @@ class CouncilGraph:
         """The council id."""
         return self.spec.council.id
 
+    @property
+    def deliberates(self) -> bool:
+        """Whether the council has rounds, decisions or a chair (DESIGN.md §22)."""
+        spec = self.spec
+        return bool(spec.decisions) or spec.council.chair is not None or \
+            any(room.rounds is not None for room in spec.rooms)
+
     def participants(self, room_id: str) -> list[str]:
         """Return the room's RFC 0101 roster: its agent (non-human) members, in room order."""
         return [m for m in self.rooms[room_id].members if not self.members[m].human]

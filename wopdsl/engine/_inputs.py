@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
+from wopdsl.engine._perspective import decision_views, perspective
 from wopdsl.engine._results import result_estimate
 from wopdsl.errors import TurnError
 from wopdsl.model.construct import new_turn
@@ -13,11 +15,24 @@ from wopdsl.model.turns import Message, Turn
 from wopdsl.state import CouncilState, Inflight
 
 
-def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) -> Turn:
-    """Return the turn input: tails of the member's rooms plus every trigger, in saved order."""
-    messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
-    triggers = [state.messages[t] for t in inflight.triggers]
+def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
+               *, deliberates: bool = False) -> Turn:
+    """Return the turn input: tails of the member's rooms plus every trigger, in saved order.
+
+    ``deliberates`` (the council has rounds, decisions or a chair): blind and anonymous
+    rooms are seen as DESIGN.md §22 says, and the input holds ``decisions`` and ``rounds``.
+    """
     spec = member.spec
+    decisions: list[dict[str, Any]] = []
+    rounds: dict[str, dict[str, Any]] = {}
+    if deliberates or state.aliases:
+        messages, triggers = perspective(state, spec.id, member.rooms, inflight.triggers)
+        terms = None
+        decisions = decision_views(state, spec.id)
+        rounds = state.round_views(spec.id)
+    else:
+        messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
+        triggers = [state.messages[t] for t in inflight.triggers]
     mstate = state.members[spec.id]
     brief = spec.brief
     if "{" in brief:
@@ -30,6 +45,10 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
             "messages": [m.to_wire() for m in messages],
             "triggers": [m.to_wire() for m in triggers],
         }
+        if decisions:
+            context["decisions"] = decisions
+        if rounds:
+            context["rounds"] = rounds
         try:
             brief = member.brief(context, max_chars=member.max_input_bytes,
                                  timeout_s=member.turn_timeout_s)
@@ -42,7 +61,7 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
                 "fix the brief template",
             ) from None
     turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
-                    messages, triggers)
+                    messages, triggers, decisions, rounds)
     _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
     return turn
 

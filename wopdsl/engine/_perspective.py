@@ -1,0 +1,134 @@
+"""Private: what one member sees of a deliberating council (DESIGN.md §22).
+
+A blind room shows a member none of the current round's posts by others (its own posts and
+the room's system turns stay, the tail is filled from earlier messages); an anonymous room
+shows the others under their aliases and the member itself as ``you``, with opaque message
+ids and no dispatch positions. Decisions are shown as the member may know them: its own vote
+while one is open, the outcome, tally and dissent once it closed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from wopdsl.model.aliases import SELF, alias_slug
+from wopdsl.model.construct import new_message
+from wopdsl.model.mentions import MENTION_RE
+from wopdsl.model.turns import Message
+from wopdsl.state import CouncilState
+
+__all__ = ["decision_views", "perspective"]
+
+_SYSTEM = "system"
+
+
+def perspective(state: CouncilState, viewer: str, rooms: tuple[str, ...],
+                triggers: list[str]) -> tuple[list[Message], list[Message]]:
+    """The member's ``messages`` and ``triggers``, as it may see them.
+
+    Each room's visible tail plus every visible trigger, once each, in saved order; masked
+    in anonymous rooms.
+    """
+    tail = state.tail
+    picked: dict[str, Message] = {}
+    cuts: dict[str, int] = {}
+    for room_id in rooms:
+        room = state.rooms[room_id]
+        cut = cuts[room_id] = room.hidden_from(viewer)
+        messages = room.messages
+        if cut >= len(messages):
+            seen = messages[-tail:]
+        else:  # Blind, mid-round: the round's posts by others stay out (O(round)).
+            own = [m for m in messages[cut:] if m.sender == viewer]
+            seen = (messages[max(0, cut - tail):cut] + own)[-tail:]
+        for message in seen:
+            picked[message.id] = message
+    shown_triggers = []
+    for message_id in triggers:
+        message = state.messages[message_id]
+        if _visible(state, message, viewer, cuts):
+            picked.setdefault(message_id, message)
+            shown_triggers.append(message)
+    order = state.order
+    ordered = sorted(picked.values(), key=lambda m: order[m.id])
+    if not any(state.rooms[r].anonymous for r in rooms):
+        return ordered, shown_triggers
+    return ([_masked(state, m, viewer) for m in ordered],
+            [_masked(state, m, viewer) for m in shown_triggers])
+
+
+def _visible(state: CouncilState, message: Message, viewer: str,
+             cuts: dict[str, int]) -> bool:
+    cut = cuts.get(message.room)
+    if cut is None or message.sender in (viewer, _SYSTEM):
+        return True
+    room = state.rooms[message.room]
+    return cut >= len(room.messages) or state.order[message.id] < state.order[
+        room.messages[cut].id]
+
+
+def _masked(state: CouncilState, message: Message, viewer: str) -> Message:
+    """The message as ``viewer`` sees it in an anonymous room (else unchanged)."""
+    if not state.rooms[message.room].anonymous:
+        return message
+    if message.sender == _SYSTEM:
+        shown_id = f"{message.room}#{state.order[message.id] + 1}"
+        return new_message(shown_id, message.room, _SYSTEM, message.text, [], 0)
+    aliases = state.aliases
+
+    def name(member: str) -> str:
+        return SELF if member == viewer else aliases.get(member, member if member == "all"
+                                                         else "a member")
+
+    def mention(match: re.Match[str]) -> str:
+        member = match.group(1).rstrip(".")
+        if member not in state.rooms[message.room].members:
+            return str(match.group(0))
+        return "@" + alias_slug(name(member)) + match.group(1)[len(member):]
+
+    text = MENTION_RE.sub(mention, message.text) if "@" in message.text else message.text
+    own = message.sender == viewer
+    return new_message(f"{message.room}#{state.order[message.id] + 1}", message.room,
+                       name(message.sender), text, [name(m) for m in message.mentions],
+                       message.position if own else 0)
+
+
+def decision_views(state: CouncilState, viewer: str) -> list[dict[str, Any]]:
+    """The decisions of the member's rooms (every decision for the chair), as it may see them."""
+    rooms = set(state.members[viewer].rooms)
+    chair = viewer == state.chair
+    views: list[dict[str, Any]] = []
+    for decision in state.decisions.values():
+        if decision.room not in rooms and not chair:
+            continue
+        definition = decision.definition
+        view: dict[str, Any] = {"id": decision.id, "room": decision.room,
+                                "question": definition.get("question", ""),
+                                "open": not decision.closed,
+                                "voter": viewer in decision.voters,
+                                "votes": len(decision.votes), "quorum": decision.quorum}
+        if "options" in definition:
+            view["options"] = list(definition["options"])
+            view["rule"] = definition.get("rule", "majority")
+        else:
+            view["scale"] = list(definition.get("scale") or ())
+        mine = decision.votes.get(viewer)
+        if mine is not None:
+            view["your_vote"] = {"choice": mine.choice, "reason": mine.reason}
+        if decision.closed and decision.summary is not None:
+            anonymous = state.rooms[decision.room].anonymous if decision.room in \
+                state.rooms else False
+            view["outcome"] = decision.outcome
+            view["tally"] = dict(decision.summary.get("tally", {}))
+            view["dissent"] = [
+                {**d, "voter": _seen_as(state, str(d.get("voter")), viewer, anonymous)}
+                for d in decision.summary.get("dissent", ()) if isinstance(d, dict)]
+        views.append(view)
+    return views
+
+
+def _seen_as(state: CouncilState, member: str, viewer: str, anonymous: bool) -> str:
+    if not anonymous:
+        return member
+    return SELF if member == viewer else state.aliases.get(member, "a member")
