@@ -51,7 +51,7 @@ def check_result(
             raise TurnError("RESULT_INVALID", f"{member.id}: posts[{index}]: {problem}",
                             {"post": index})
     if "votes" in result:
-        result = {**result, "votes": _checked_votes(state, member.id, result["votes"])}
+        result = {**result, "votes": checked_votes(state, member.id, result["votes"])}
     _check_output_size(result, member.max_output_bytes, member.id)
     return result
 
@@ -67,8 +67,12 @@ def _unaliased(graph: CouncilGraph, state: CouncilState, sender: str,
     return {**post, "mentions": mentions}
 
 
-def _checked_votes(state: CouncilState, member: str, votes: Any) -> list[dict[str, Any]]:
-    """The votes of a result, each on an open decision the member votes on, normalised."""
+def checked_votes(state: CouncilState, member: str, votes: Any) -> list[dict[str, Any]]:
+    """The votes of a result, each on an open decision the member votes on, normalised.
+
+    Raises:
+        TurnError: ``RESULT_INVALID`` naming the vote and what is wrong with it.
+    """
     if not isinstance(votes, list):
         raise TurnError("RESULT_INVALID", f"{member}: votes must be a list of "
                         "{decision, choice, reason}", {"field": "votes"})

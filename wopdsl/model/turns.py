@@ -108,6 +108,11 @@ class Message(BaseModel):
     position: int
     """The 1-based dispatch position of the turn that posted it."""
 
+    @property
+    def system(self) -> bool:
+        """Whether the host wrote it (a round, a decision's outcome, the chair's call)."""
+        return self.position == 0 and self.sender == "system"
+
     def to_wire(self) -> dict[str, Any]:
         """Return the JSON message shape."""
         return {

@@ -131,6 +131,7 @@ class DeliberationFold:
             room.round_seq = sequence
             members = [m for m in opening.get("members", ()) if m in self.members]
             room.pending = dict.fromkeys(members)
+            room.round_members = tuple(members)
             for member in members:
                 triggers = self.queue.setdefault(member, [])
                 for message_id in room.deferred.pop(member, ()):

@@ -134,6 +134,8 @@ class RoomState:
     """Sequence of the event that began the current round."""
     pending: dict[str, None] = field(default_factory=dict)
     """Members who have yet to take their turn of the current round (in order)."""
+    round_members: tuple[str, ...] = ()
+    """The members the current round asked (``len - len(pending)`` have answered)."""
     settled: bool = False
     """Whether the room's last round ended: nobody is queued for it any more."""
     deferred: dict[str, list[str]] = field(default_factory=dict)
