@@ -10,20 +10,11 @@ import difflib
 from collections.abc import Sequence
 
 from wopdsl.errors import Problem
+from wopdsl.model.debate import voters_of
 from wopdsl.model.deliberation import RESERVED_MEMBER_IDS, choice_problem
 from wopdsl.model.spec import CouncilSpec, DecisionSpec, RoomSpec
 
-__all__ = ["check_deliberation", "voters_of"]
-
-
-def voters_of(spec: CouncilSpec, decision: DecisionSpec) -> list[str]:
-    """The decision's voters: as declared, else its room's members but the chair."""
-    if decision.voters is not None:
-        return list(decision.voters)
-    room = next((r for r in spec.rooms if r.id == decision.room), None)
-    if room is None:
-        return []
-    return [m for m in room.members if m != spec.council.chair]
+__all__ = ["check_deliberation"]
 
 
 def check_deliberation(spec: CouncilSpec) -> list[Problem]:
