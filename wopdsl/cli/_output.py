@@ -359,4 +359,11 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
     council_flag = f" --council {shlex.quote(council)}" if council else ""
     lines.append(f"reply with: wop{store_flag} reply {shlex.quote(run_id)} --room {room}"
                  f"{as_flag}{council_flag} \"your message (@member asks for a turn)\"")
+    for decision in state.decisions.values():
+        if decision.closed or names[0] not in decision.voters:
+            continue
+        choices = "|".join(decision.definition.get("options") or ("SCORE",))
+        lines.append(f"vote with:  wop{store_flag} vote {shlex.quote(run_id)} "
+                     f"{shlex.quote(decision.id)} {shlex.quote(choices)}{as_flag}"
+                     f"{council_flag} --reason \"why\"")
     return "\n".join(lines)

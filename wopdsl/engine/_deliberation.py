@@ -82,8 +82,12 @@ class Deliberation(EventWriter):
         if room is None or room.closed:
             return  # Its room ended without it (a person closed it): no outcome to announce.
         outcome = block["outcome"]
-        counts = ", ".join(f"{choice} {count}" for choice, count in block["tally"].items())
         shown = _OUTCOME_TEXT.get(outcome, outcome) if isinstance(outcome, str) else outcome
+        if "scale" in block:
+            counts = "median" if block["mean"] is None else \
+                f"median score; mean {block['mean']:.3g}"
+        else:
+            counts = ", ".join(f"{choice} {count}" for choice, count in block["tally"].items())
         dissent = len(block["dissent"])
         text = (f"Decision '{decision.id}' closed: {shown} ({counts}; {block['voted']} of "
                 f"{len(decision.voters)} voted"

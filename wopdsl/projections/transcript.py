@@ -78,6 +78,9 @@ def decision_lines(decisions: list[dict[str, Any]],
     for block in decisions:
         tally = ", ".join(f"{choice} {count}" for choice, count in
                           (block.get("tally") or {}).items())
+        if "scale" in block:
+            mean = block.get("mean")
+            tally = "median score" + (f"; mean {mean:.3g}" if isinstance(mean, int | float) else "")
         voted = f"{block.get('voted', 0)} of {len(block.get('voters') or ())} voted"
         out.append(f"  {block.get('id')}: {block.get('outcome')} ({tally}; {voted})"
                    if "tally" in block else f"  {block.get('id')}: open")
