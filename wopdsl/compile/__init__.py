@@ -91,6 +91,7 @@ def compile(
             turn_timeout_s=timeout / 1000 if timeout else None,
             max_input_bytes=member.max_input_bytes or settings.max_input_bytes,
             max_output_bytes=member.max_output_bytes or settings.max_output_bytes,
+            masked=any(r.blind or r.anonymous for r in spec.rooms if member.id in r.members),
             retries=settings.retries if member.retries is None else member.retries,
             retry_backoff_ms=settings.retry_backoff_ms if member.retry_backoff_ms is None
             else member.retry_backoff_ms,

@@ -30,10 +30,16 @@ class Deliberation(EventWriter):
         state = self.state
         if not self.graph.deliberates:
             return
+        queue, inflight = state.queue, state.inflight
         for room_id, room in state.rooms.items():
-            if room.rounds is not None and not room.settled and not room.closed and \
-                    not any(m in state.queue or m in state.inflight for m in room.pending):
-                self._next_round(room_id, room)
+            if room.rounds is None or room.settled or room.closed:
+                continue
+            if room.pending:
+                first = next(iter(room.pending))  # Usually queued or running: not done yet.
+                if first in queue or first in inflight or \
+                        any(m in queue or m in inflight for m in room.pending):
+                    continue
+            self._next_round(room_id, room)
         quiet = not state.queue and not state.inflight
         for decision in state.decisions.values():
             if not decision.closed and self._closes(decision, quiet):

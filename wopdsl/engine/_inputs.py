@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
@@ -23,16 +22,15 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
     rooms are seen as DESIGN.md §22 says, and the input holds ``decisions`` and ``rounds``.
     """
     spec = member.spec
-    decisions: list[dict[str, Any]] = []
-    rounds: dict[str, dict[str, Any]] = {}
-    if deliberates or state.aliases:
+    terms: int | None
+    if member.masked:  # A blind or anonymous room: seen as DESIGN.md §22 says.
         messages, triggers = perspective(state, spec.id, member.rooms, inflight.triggers)
         terms = None
-        decisions = decision_views(state, spec.id)
-        rounds = state.round_views(spec.id)
     else:
         messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
         triggers = [state.messages[t] for t in inflight.triggers]
+    decisions = decision_views(state, spec.id) if deliberates and state.decisions else []
+    rounds = state.round_views(spec.id) if deliberates else {}
     mstate = state.members[spec.id]
     brief = spec.brief
     if "{" in brief:

@@ -28,34 +28,49 @@ def perspective(state: CouncilState, viewer: str, rooms: tuple[str, ...],
     """The member's ``messages`` and ``triggers``, as it may see them.
 
     Each room's visible tail plus every visible trigger, once each, in saved order; masked
-    in anonymous rooms.
+    in anonymous rooms. O(tail + round): a blind room's current round is scanned for the
+    member's own posts.
     """
+    if len(rooms) == 1:  # One room (the common case): its visible tail is in saved order.
+        room = state.rooms[rooms[0]]
+        cut = room.hidden_from(viewer)
+        messages = _visible_tail(state, rooms[0], viewer, cut)
+        shown = [state.messages[t] for t in triggers]
+        if shown and cut < len(room.messages):
+            shown = [m for m in shown if _visible(state, m, viewer, {rooms[0]: cut})]
+        if shown and not {m.id for m in shown} <= {m.id for m in messages}:
+            messages = _merged(state, messages, shown)
+        if not room.anonymous:
+            return messages, shown
+    else:
+        cuts = {room_id: state.rooms[room_id].hidden_from(viewer) for room_id in rooms}
+        shown = [m for m in (state.messages[t] for t in triggers)
+                 if _visible(state, m, viewer, cuts)]
+        picked: list[Message] = []
+        for room_id in rooms:
+            picked += _visible_tail(state, room_id, viewer, cuts[room_id])
+        messages = _merged(state, picked, shown)
+        if not any(state.rooms[r].anonymous for r in rooms):
+            return messages, shown
+    return ([_masked(state, m, viewer) for m in messages],
+            [_masked(state, m, viewer) for m in shown])
+
+
+def _visible_tail(state: CouncilState, room_id: str, viewer: str, cut: int) -> list[Message]:
+    """The room's last ``tail`` messages the viewer may see, in saved order."""
     tail = state.tail
-    picked: dict[str, Message] = {}
-    cuts: dict[str, int] = {}
-    for room_id in rooms:
-        room = state.rooms[room_id]
-        cut = cuts[room_id] = room.hidden_from(viewer)
-        messages = room.messages
-        if cut >= len(messages):
-            seen = messages[-tail:]
-        else:  # Blind, mid-round: the round's posts by others stay out (O(round)).
-            own = [m for m in messages[cut:] if m.sender == viewer]
-            seen = (messages[max(0, cut - tail):cut] + own)[-tail:]
-        for message in seen:
-            picked[message.id] = message
-    shown_triggers = []
-    for message_id in triggers:
-        message = state.messages[message_id]
-        if _visible(state, message, viewer, cuts):
-            picked.setdefault(message_id, message)
-            shown_triggers.append(message)
+    messages = state.rooms[room_id].messages
+    if cut >= len(messages):
+        return messages[-tail:]
+    own = [m for m in messages[cut:] if m.sender == viewer]  # Blind, mid-round.
+    return (messages[max(0, cut - tail):cut] + own)[-tail:]
+
+
+def _merged(state: CouncilState, *groups: list[Message]) -> list[Message]:
+    """The messages of ``groups``, each once, in saved order."""
+    picked = {m.id: m for group in groups for m in group}
     order = state.order
-    ordered = sorted(picked.values(), key=lambda m: order[m.id])
-    if not any(state.rooms[r].anonymous for r in rooms):
-        return ordered, shown_triggers
-    return ([_masked(state, m, viewer) for m in ordered],
-            [_masked(state, m, viewer) for m in shown_triggers])
+    return sorted(picked.values(), key=lambda m: order[m.id])
 
 
 def _visible(state: CouncilState, message: Message, viewer: str,
@@ -96,29 +111,29 @@ def _masked(state: CouncilState, message: Message, viewer: str) -> Message:
 
 def decision_views(state: CouncilState, viewer: str) -> list[dict[str, Any]]:
     """The decisions of the member's rooms (every decision for the chair), as it may see them."""
-    rooms = set(state.members[viewer].rooms)
+    rooms = state.members[viewer].rooms
     chair = viewer == state.chair
     views: list[dict[str, Any]] = []
     for decision in state.decisions.values():
         if decision.room not in rooms and not chair:
             continue
-        definition = decision.definition
-        view: dict[str, Any] = {"id": decision.id, "room": decision.room,
-                                "question": definition.get("question", ""),
-                                "open": not decision.closed,
-                                "voter": viewer in decision.voters,
-                                "votes": len(decision.votes), "quorum": decision.quorum}
-        if "options" in definition:
-            view["options"] = list(definition["options"])
-            view["rule"] = definition.get("rule", "majority")
-        else:
-            view["scale"] = list(definition.get("scale") or ())
+        static = decision.view
+        if not static:
+            definition = decision.definition
+            static.update(id=decision.id, room=decision.room,
+                          question=definition.get("question", ""), quorum=decision.quorum)
+            if "options" in definition:
+                static.update(options=list(definition["options"]),
+                              rule=definition.get("rule", "majority"))
+            else:
+                static["scale"] = list(definition.get("scale") or ())
+        view = {**static, "open": not decision.closed, "voter": viewer in decision.voters,
+                "votes": len(decision.votes)}
         mine = decision.votes.get(viewer)
         if mine is not None:
             view["your_vote"] = {"choice": mine.choice, "reason": mine.reason}
         if decision.closed and decision.summary is not None:
-            anonymous = state.rooms[decision.room].anonymous if decision.room in \
-                state.rooms else False
+            anonymous = decision.room in state.rooms and state.rooms[decision.room].anonymous
             view["outcome"] = decision.outcome
             view["tally"] = dict(decision.summary.get("tally", {}))
             view["dissent"] = [

@@ -81,7 +81,7 @@ class HumanDoor(EventWriter):
         asked in the room of its latest trigger (its first open room for an initial turn).
         """
         state = self.state
-        if state.terminal:
+        if state.terminal or not self.graph.awaits:
             return
         for member_id, triggers in state.queue.items():
             member = state.members[member_id]

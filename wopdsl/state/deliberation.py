@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from wopdsl.model.deliberation import choice_problem
 from wopdsl.state.records import (
     Chair,
     DecisionState,
@@ -22,6 +21,8 @@ from wopdsl.state.records import (
 )
 
 __all__ = ["WAKE_ALL", "DeliberationFold"]
+
+_CHOICE_TYPES = (str, int, float)
 
 WAKE_ALL = "all"
 """The mention that requests a turn of every other member of the room (``@all``)."""
@@ -165,10 +166,11 @@ class DeliberationFold:
             if not isinstance(vote, dict):
                 continue
             decision = self.decisions.get(str(vote.get("decision")))
-            if decision is None or decision.closed or member_id not in decision.voters:
-                continue
-            problem, choice = choice_problem(decision.definition, vote.get("choice"))
-            if problem:
+            choice = vote.get("choice")
+            # The engine checked and normalised the vote (wopdsl.engine._results); a log
+            # from elsewhere is held to the same shape, `wop check` to the rest.
+            if decision is None or decision.closed or member_id not in decision.voters or \
+                    isinstance(choice, bool) or not isinstance(choice, _CHOICE_TYPES):
                 continue
             room = self.rooms.get(decision.room)
             record = VoteRecord(member_id, choice, str(vote.get("reason") or ""), position,

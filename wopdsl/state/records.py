@@ -197,3 +197,5 @@ class DecisionState:
     """The outcome once closed: an option, a score, ``tied``, ``no_majority``, ``no_quorum``."""
     summary: dict[str, Any] | None = None
     """The closing system turn's ``decision`` block: outcome, tally, dissent, votes."""
+    view: dict[str, Any] = field(default_factory=dict)
+    """What never changes of how a member sees it (id, room, question, options …)."""
