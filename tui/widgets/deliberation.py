@@ -26,6 +26,7 @@ from wopdsl.projections.deliberation import (
     dissent_line,
     hidden_messages,
     round_of,
+    vote_line,
 )
 
 __all__ = ["DecisionsView", "RoomPane", "RoundBar"]
@@ -159,9 +160,7 @@ def _decision(text: Text, decision: DecisionView) -> None:
     text.append(terminal_safe(headline.removeprefix("open · ")),
                 style="" if decision.open else "bold")
     for vote in decision.mine:
-        text.append(terminal_safe(f"\n  {vote['voter']} voted {vote['choice']}"
-                                  + (f": {vote['reason']}" if vote["reason"] else "")),
-                    style="cyan")
+        text.append("\n  " + terminal_safe(vote_line(vote)), style="cyan")
     if decision.ballot:
         text.append(f"\n  vote: /vote {decision.id} {_hint(decision)} because …  (ctrl+b)",
                     style="dim")

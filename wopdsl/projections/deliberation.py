@@ -24,8 +24,20 @@ from typing import Any
 from wopdsl.projections.metrics import decisions_of
 from wopdsl.state import CouncilState
 
-__all__ = ["ChairView", "DecisionView", "RoundView", "chair_of", "decisions_view",
-           "dissent_line", "hidden_messages", "hidden_text", "outcome_text", "round_of"]
+__all__ = [
+    "ChairView",
+    "DecisionView",
+    "RoundView",
+    "ballot_call",
+    "chair_of",
+    "decisions_view",
+    "dissent_line",
+    "hidden_messages",
+    "hidden_text",
+    "outcome_text",
+    "round_of",
+    "vote_line",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +167,16 @@ def decisions_view(state: CouncilState, viewers: Collection[str] = ()) -> list[D
             voters=tuple(decision.voters), voted=len(doc["votes"]),
             choices=tuple(definition["options"]) if "options" in definition else None,
             scale=(int(scale[0]), int(scale[1])) if isinstance(scale, list) else None,
-            tally=None if doc["open"] and voting else dict(doc["tally"]),
+            tally=None if doc["open"] and voting else _ordered(doc["tally"], scale is not None),
             outcome=doc.get("outcome"), mean=summary.get("mean"),
             dissent=tuple(doc.get("dissent") or ()), mine=mine,
             ballot=tuple(sorted(voting)) if doc["open"] else ()))
     return views
+
+
+def _ordered(tally: dict[str, int], scale: bool) -> dict[str, int]:
+    """Options in declared order (as counted); scores from the lowest."""
+    return dict(sorted(tally.items(), key=lambda item: float(item[0]))) if scale else tally
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,3 +214,20 @@ def dissent_line(dissent: dict[str, Any], show: Callable[[str], str] = str) -> s
     reason = show(str(dissent.get("reason") or ""))
     return f"dissent: {dissent.get('voter')} ({dissent.get('choice')})" + \
         (f": {reason}" if reason else "")
+
+
+def vote_line(vote: dict[str, Any]) -> str:
+    """``founder voted hold: billing risk``."""
+    return f"{vote['voter']} voted {vote['choice']}" + \
+        (f": {vote['reason']}" if vote.get("reason") else "")
+
+
+def ballot_call(decision: DecisionView) -> str:
+    """How to vote on it from Python: ``await run.vote("ship", "ship|hold", reason="…")``."""
+    if decision.choices is not None:
+        choice = '"' + "|".join(str(c) for c in decision.choices) + '"'
+    else:
+        low, high = decision.scale or (0, 0)
+        choice = f"{low}..{high}"
+    who = f', as_="{decision.ballot[0]}"' if len(decision.ballot) > 1 else ""
+    return f'await run.vote("{decision.id}", {choice}, reason="…"{who})'
