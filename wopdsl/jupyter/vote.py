@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import html
 from typing import TYPE_CHECKING, Any
 
-from wopdsl.errors import WopError
+from wopdsl.jupyter.boxes import attempt, error_html
 from wopdsl.projections.deliberation import DecisionView
 
 if TYPE_CHECKING:
     from wopdsl.run import Run
 
 __all__ = ["VoteBox"]
-
-_ERROR_STYLE = "color:#b91c1c;white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)"
-
 
 class VoteBox:
     """A decision picker, its choices, the voter, a reason, a Vote button and an error line.
@@ -97,25 +93,20 @@ class VoteBox:
             return False
         self.button.disabled = True
         try:
-            await self.run.vote(decision, choice, reason=self.reason.value.strip(),
-                                as_=self.member.value)
-        except WopError as exc:
-            self._show_error(exc.render())
-            return False
-        except Exception as exc:
-            # A click has no caller to raise to: the error line is the only place to say it.
-            self._show_error(f"{type(exc).__name__}: {exc}")
-            return False
+            done, _ = await attempt(lambda: self.run.vote(
+                decision, choice, reason=self.reason.value.strip(), as_=self.member.value),
+                self._show_error)
         finally:
             self.button.disabled = False
+        if not done:
+            return False
         self.reason.value = ""
         self.error.value = ""
         self.cast.append((decision, choice))
         return True
 
     def _show_error(self, text: str) -> None:
-        self.error.value = (f'<div class="wop-vote-error" style="{_ERROR_STYLE}">'
-                            f"{html.escape(text)}</div>")
+        self.error.value = error_html("vote", text)
 
 
 def _offer(dropdown: Any, options: list[str]) -> None:
