@@ -22,6 +22,7 @@ from wopdsl.projections import terminal_safe
 from wopdsl.projections.deliberation import (
     DecisionView,
     chair_of,
+    choices_of,
     decisions_view,
     dissent_line,
     hidden_messages,
@@ -126,7 +127,7 @@ class DecisionsView(Static):
         decisions = decisions_view(state, viewers)
         chair = chair_of(state)
         self.display = bool(decisions) or chair is not None
-        self.ballots = {d.id: _choices(d) for d in decisions if d.ballot}
+        self.ballots = {d.id: choices_of(d) for d in decisions if d.ballot}
         self.voters = {d.id: d.ballot for d in decisions if d.ballot}
         self.rooms = {d.id: d.room for d in decisions}
         text = Text(end="")
@@ -140,13 +141,6 @@ class DecisionsView(Static):
             text.append(terminal_safe(chair.label()),
                         style="bold" if chair.done else "italic")
         self.update(text)
-
-
-def _choices(decision: DecisionView) -> tuple[str, ...]:
-    if decision.choices is not None:
-        return tuple(str(c) for c in decision.choices)
-    low, high = decision.scale or (0, 0)
-    return tuple(str(n) for n in range(low, high + 1))
 
 
 def _decision(text: Text, decision: DecisionView) -> None:

@@ -6,7 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from wopdsl.jupyter.boxes import attempt, error_html
-from wopdsl.projections.deliberation import DecisionView
+from wopdsl.projections.deliberation import DecisionView, choices_of
 
 if TYPE_CHECKING:
     from wopdsl.run import Run
@@ -68,12 +68,7 @@ class VoteBox:
         ballot = self._ballots.get(self.decision.value or "")
         if ballot is None:
             return
-        if ballot.choices is not None:
-            choices = [str(c) for c in ballot.choices]
-        else:
-            low, high = ballot.scale or (0, 0)
-            choices = [str(n) for n in range(low, high + 1)]
-        _offer(self.choice, choices)
+        _offer(self.choice, list(choices_of(ballot)))  # A wide scale: ends and middle.
         _offer(self.member, list(ballot.ballot))
         self.member.layout.display = "" if len(ballot.ballot) > 1 else "none"
 

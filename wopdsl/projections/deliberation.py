@@ -231,3 +231,20 @@ def ballot_call(decision: DecisionView) -> str:
         choice = f"{low}..{high}"
     who = f', as_="{decision.ballot[0]}"' if len(decision.ballot) > 1 else ""
     return f'await run.vote("{decision.id}", {choice}, reason="…"{who})'
+
+
+MAX_LISTED_SCORES = 101
+"""A scale with more scores than this offers only its ends and middle to pick from."""
+
+
+def choices_of(decision: DecisionView) -> tuple[str, ...]:
+    """What a ballot offers: the options, or a scale's scores (a wide one: ends and middle).
+
+    Any score on the scale may still be voted (typed, or ``run.vote``).
+    """
+    if decision.choices is not None:
+        return tuple(str(c) for c in decision.choices)
+    low, high = decision.scale or (0, 0)
+    if high - low + 1 <= MAX_LISTED_SCORES:
+        return tuple(str(n) for n in range(low, high + 1))
+    return tuple(dict.fromkeys(str(n) for n in (low, (low + high) // 2, high)))

@@ -202,10 +202,16 @@ function ballot(run, me, d, humans, voting, old) {
   }
   const who = el("select", "voter");
   who.replaceChildren(...voting.map((v) => { const o = el("option", "", v); o.value = v; return o; }));
-  const choice = el("select", "choice");
-  const low = d.scale ? Number(d.scale[0]) : 0;
-  const choices = d.options || Array.from({ length: d.scale ? Number(d.scale[1]) - low + 1 : 0 }, (_, i) => String(low + i));
-  choice.replaceChildren(...choices.map((c) => { const o = el("option", "", c); o.value = c; return o; }));
+  let choice;
+  const [low, high] = d.scale ? d.scale.map(Number) : [0, 0];
+  if (d.scale && high - low > 100) {  // A wide scale: type the score.
+    choice = el("input", "choice");
+    Object.assign(choice, { type: "number", min: String(low), max: String(high), step: "any", required: true });
+  } else {
+    choice = el("select", "choice");
+    const choices = d.options || Array.from({ length: high - low + 1 }, (_, i) => String(low + i));
+    choice.replaceChildren(...choices.map((c) => { const o = el("option", "", c); o.value = c; return o; }));
+  }
   const reason = el("input", "reason");
   reason.placeholder = "reason (shown with the tally and the dissent)";
   for (const [sel, name] of [[who, ".voter"], [choice, ".choice"], [reason, ".reason"]]) {
