@@ -103,3 +103,22 @@ def test_a_person_votes_with_wop_vote(wop: Wop, tmp_path: Path) -> None:
         {"decision": "go", "choice": "wait", "reason": "the board meets Monday"}]}]
     assert events[-1]["type"] == "run.completed"
     assert wop("check", "g1").returncode == 0
+
+
+def test_wop_vote_prints_the_round_it_ends(wop: Wop) -> None:
+    # The round's posts were hidden by `wop run`; the vote that ends the round reveals them.
+    board = REPO / "tests" / "deliberation_councils" / "vote-board.toml"
+    waiting = wop("run", str(board), "--run-id", "vb")
+    assert waiting.returncode == 3, waiting.stderr
+    assert "Hold: the billing" not in waiting.stdout
+
+    done = wop("vote", "vb", "ship", "hold", "--reason", "billing first")
+
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("[board] cfo team/cfo/1/0: Hold: the billing migration is not done.") < \
+        out.index("[board] -- Round 1 of 1 ended: the debate is over.")
+    assert "[board] cto team/cto/2/0: Ship: the release candidate passed every suite twice." \
+        in out
+    assert "[board] -- Decision 'ship' closed: hold (ship 1, hold 2; 3 of 3 voted; 1 dissent)." \
+        in out

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import wopdsl
 from tests.declare.helpers import assert_at, declaration_error, only_problem
 from wopdsl.declare import loads_spec
+from wopdsl.model import CouncilSpec
+
+REPO = Path(__file__).resolve().parents[2]
 
 BOARD = """\
 [council]
@@ -151,3 +157,13 @@ def test_all_is_reserved() -> None:
     problem = next(p for p in error.problems if p.path == "members[3].id")
     assert_at(problem, 28, 1, "members[3].id", "'all' is a reserved id",
               "rename the member")
+
+
+def test_a_scale_decision_reads_back_from_a_run_log() -> None:
+    # run.started keeps the definition; hosts, `wop resume` and forks read it back: a scale
+    # decision must not come back with the options' default rule (which it would refuse).
+    spec = wopdsl.load(REPO / "councils" / "launch-board.toml").spec
+    definition = spec.definition()
+    assert "rule" not in definition["decisions"][1] and definition["decisions"][0]["rule"] \
+        == "majority"
+    assert CouncilSpec.model_validate(definition).definition() == definition

@@ -126,9 +126,18 @@ class LivePrinter:
     @classmethod
     def resuming(cls, out: TextIO, store: EventStore, run_id: str, *,
                  quiet: bool = False) -> LivePrinter:
-        """A printer for a run going on: what is logged already is known, not printed."""
-        state = CouncilState.fold(store.read(run_id))
-        return cls(out, quiet=quiet, last_sequence=state.last_sequence, state=state)
+        """A printer for a run going on: what is logged already is known, not printed.
+
+        The posts of a blind round going on are held, to be printed when the round ends.
+        """
+        printer = cls(out, quiet=quiet)
+        for event in store.read(run_id):
+            printer.last_sequence = event["sequence"]
+            printer.state.apply(event)
+            turn = posted_turn(event)
+            if turn is not None:
+                printer._lines(event, turn)  # Holds (or releases) a blind round's posts.
+        return printer
 
     def feed(self, event: RunEventDoc) -> None:
         """Take one event (in sequence order); events already seen are skipped."""

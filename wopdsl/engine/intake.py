@@ -254,9 +254,11 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         try:
             votes = checked_votes(state, member, votes)
         except TurnError as exc:
-            raise _refuse(exc.message.removeprefix(f"{member}: "),
-                          hint="vote on an open decision you are a voter of, for one of its "
-                          "options (wop vote RUN DECISION CHOICE)") from None
+            refused = _refuse(exc.message.removeprefix(f"{member}: "),
+                              hint="vote on an open decision you are a voter of, for one of "
+                              "its options (wop vote RUN DECISION CHOICE)")
+            refused.details["field"] = f"content.{exc.details.get('field', 'votes')}"
+            raise refused from None
     if turn is not None:
         _check_size(text, mention_list, compiled.max_input_bytes, member)
         if operation == "exchange" and state.members[member].turns >= compiled.cap:

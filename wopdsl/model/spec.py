@@ -331,6 +331,8 @@ class CouncilSpec(_Frozen):
         for decision in data.get("decisions", []):
             for key in [k for k, v in decision.items() if v is None]:
                 del decision[key]
+            if "scale" in decision:  # A score is settled by the median: no rule (re-reading
+                decision.pop("rule", None)  # the definition would refuse one).
         return data
 
     def digest(self) -> str:

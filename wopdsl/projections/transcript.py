@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from wopdsl.projections.deliberation import dissent_line, outcome_text
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import CouncilState
 
@@ -76,18 +77,12 @@ def decision_lines(decisions: list[dict[str, Any]],
         return []
     out = ["", "decisions"]
     for block in decisions:
-        tally = ", ".join(f"{choice} {count}" for choice, count in
-                          (block.get("tally") or {}).items())
-        if "scale" in block:
-            mean = block.get("mean")
-            tally = "median score" + (f"; mean {mean:.3g}" if isinstance(mean, int | float) else "")
         voted = f"{block.get('voted', 0)} of {len(block.get('voters') or ())} voted"
-        out.append(f"  {block.get('id')}: {block.get('outcome')} ({tally}; {voted})"
-                   if "tally" in block else f"  {block.get('id')}: open")
-        for dissent in block.get("dissent") or ():
-            reason = show(str(dissent.get("reason") or ""))
-            out.append("    " + _indent(f"dissent: {dissent.get('voter')} ({dissent.get('choice')})"
-                                        + (f": {reason}" if reason else ""), "      "))
+        out.append(f"  {block.get('id')}: " + outcome_text(
+            block.get("outcome"), block.get("tally") or {}, voted, "scale" in block,
+            block.get("mean")) if "tally" in block else f"  {block.get('id')}: open")
+        out += ["    " + _indent(dissent_line(dissent, show), "      ")
+                for dissent in block.get("dissent") or ()]
     return out
 
 
