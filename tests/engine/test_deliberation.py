@@ -182,6 +182,28 @@ async def test_an_alias_mention_maps_back_to_the_member(db_path: Path) -> None:
     assert [c.turn for c in calls.of(target)] == [1, 2]
 
 
+async def test_peers_name_the_others_of_an_anonymous_room_by_alias(db_path: Path) -> None:
+    """``turn.peers``: each anonymous room's other members as aliases, in alias order (never
+    the declaration order), and those who have used all their turns; a plain room has none."""
+    calls = Calls()
+    council = board(calls, {}, blind=False, anonymous=True, rounds=2)
+    council._members[0]["max_turns"] = 1  # cfo: one turn only
+    council.room("side", members=["cto", "cmo"])
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed"
+    aliases = run.state.aliases
+    for call in calls.log:
+        others = [m for m in ("cfo", "cto", "cmo") if m != call.member]
+        shown = sorted((aliases[m] for m in others), key=lambda a: (len(a), a))
+        assert list(call.input.peers) == ["board"]  # "side" is not anonymous
+        assert call.input.peers["board"]["members"] == shown
+        dumped = json.dumps(call.input.peers)
+        assert not any(m in dumped for m in others)
+    cto_second = next(c for c in calls.log if c.member == "cto" and c.turn == 2)
+    assert cto_second.input.peers["board"]["spent"] == [aliases["cfo"]]
+
+
 # -- @all ------------------------------------------------------------------------------------
 
 async def test_at_all_wakes_the_others_with_turns_left_at_most_max_wake(

@@ -7,7 +7,7 @@ from typing import Any
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
-from wopdsl.engine._perspective import decision_views, perspective
+from wopdsl.engine._perspective import decision_views, peer_views, perspective
 from wopdsl.engine._results import result_estimate
 from wopdsl.errors import TurnError
 from wopdsl.model.construct import new_turn
@@ -20,16 +20,19 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
     """Return the turn input: tails of the member's rooms plus every trigger, in saved order.
 
     ``deliberates`` (the council has rounds, decisions or a chair): blind and anonymous
-    rooms are seen as DESIGN.md §22 says, and the input holds ``decisions`` and ``rounds``.
+    rooms are seen as DESIGN.md §22 says, and the input holds ``decisions``, ``rounds`` and
+    ``peers``.
     """
     spec = member.spec
     decisions: list[dict[str, Any]] = []
     rounds: dict[str, dict[str, Any]] = {}
+    peers: dict[str, dict[str, list[str]]] = {}
     if deliberates or state.aliases:
         messages, triggers = perspective(state, spec.id, member.rooms, inflight.triggers)
         terms = None
         decisions = decision_views(state, spec.id)
         rounds = state.round_views(spec.id)
+        peers = peer_views(state, spec.id, member.rooms)
     else:
         messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
         triggers = [state.messages[t] for t in inflight.triggers]
@@ -49,6 +52,8 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
             context["decisions"] = decisions
         if rounds:
             context["rounds"] = rounds
+        if peers:
+            context["peers"] = peers
         try:
             brief = member.brief(context, max_chars=member.max_input_bytes,
                                  timeout_s=member.turn_timeout_s)
@@ -61,7 +66,7 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
                 "fix the brief template",
             ) from None
     turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
-                    messages, triggers, decisions, rounds)
+                    messages, triggers, decisions, rounds, peers)
     _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
     return turn
 

@@ -18,7 +18,7 @@ from wopdsl.model.mentions import MENTION_RE
 from wopdsl.model.turns import Message
 from wopdsl.state import CouncilState
 
-__all__ = ["decision_views", "perspective"]
+__all__ = ["decision_views", "peer_views", "perspective"]
 
 _SYSTEM = "system"
 
@@ -92,6 +92,29 @@ def _masked(state: CouncilState, message: Message, viewer: str) -> Message:
     return new_message(f"{message.room}#{state.order[message.id] + 1}", message.room,
                        name(message.sender), text, [name(m) for m in message.mentions],
                        message.position if own else 0)
+
+
+def peer_views(state: CouncilState, viewer: str,
+               rooms: tuple[str, ...]) -> dict[str, dict[str, list[str]]]:
+    """Per anonymous room of the member: the others' aliases, and which of them are spent.
+
+    In alias order (the declaration order would reveal who is who); ``spent``: those a
+    mention may not ask, as the recorder's ``requestable`` counts them (neither queued nor
+    with a turn left).
+    """
+    views: dict[str, dict[str, list[str]]] = {}
+    aliases = state.aliases
+    for room_id in rooms:
+        room = state.rooms[room_id]
+        if not room.anonymous:
+            continue
+        others = sorted((m for m in room.members if m != viewer and m in aliases),
+                        key=lambda m: (len(aliases[m]), aliases[m]))
+        views[room_id] = {
+            "members": [aliases[m] for m in others],
+            "spent": [aliases[m] for m in others
+                      if m not in state.queue and not state.has_turn_left(m)]}
+    return views
 
 
 def decision_views(state: CouncilState, viewer: str) -> list[dict[str, Any]]:
