@@ -147,7 +147,15 @@ async def test_an_anonymous_room_shows_aliases_never_ids(db_path: Path) -> None:
     seen = next(m for m in cmo_second.input.messages if m.text.startswith("I say"))
     slug = aliases["cto"].lower().replace(" ", "-")
     assert seen.text == f"I say @{slug} should decide." and seen.mentions == [aliases["cto"]]
+    # Its own previous result names the others by alias too.
+    cfo_second = next(c for c in calls.log if c.member == "cfo" and c.turn == 2)
+    assert cfo_second.input.result is not None
+    slug = aliases["cto"].lower().replace(" ", "-")
+    assert cfo_second.input.result["posts"] == [
+        {"roomId": "board", "text": f"I say @{slug} should decide.",
+         "mentions": [aliases["cto"]]}]
     # The log and the transcript keep real ids.
+    assert next(m for m in run.messages if m.text.startswith("I say")).mentions == ["cto"]
     assert "cfo team/cfo/" in run.transcript
     turns = [e["payload"]["turn"] for e in of_type(run.events, "conversation.exchanged")]
     assert {t["speakerId"] for t in turns if t["role"] == "agent"} == \

@@ -7,7 +7,7 @@ from typing import Any
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
-from wopdsl.engine._perspective import decision_views, peer_views, perspective
+from wopdsl.engine._perspective import decision_views, peer_views, perspective, seen_result
 from wopdsl.engine._results import result_estimate
 from wopdsl.errors import TurnError
 from wopdsl.model.construct import new_turn
@@ -27,16 +27,19 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
     decisions: list[dict[str, Any]] = []
     rounds: dict[str, dict[str, Any]] = {}
     peers: dict[str, dict[str, list[str]]] = {}
+    mstate = state.members[spec.id]
+    result = mstate.result
     if deliberates or state.aliases:
         messages, triggers = perspective(state, spec.id, member.rooms, inflight.triggers)
         terms = None
         decisions = decision_views(state, spec.id)
         rounds = state.round_views(spec.id)
         peers = peer_views(state, spec.id, member.rooms)
+        if peers:
+            result = seen_result(state, spec.id, result)
     else:
         messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
         triggers = [state.messages[t] for t in inflight.triggers]
-    mstate = state.members[spec.id]
     brief = spec.brief
     if "{" in brief:
         context = {
@@ -44,7 +47,7 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
             "member": spec.id,
             "role": spec.role,
             "turn": inflight.turn,
-            "result": mstate.result,
+            "result": result,
             "messages": [m.to_wire() for m in messages],
             "triggers": [m.to_wire() for m in triggers],
         }
@@ -65,7 +68,7 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
                 f"the brief of {spec.id} failed to render ({type(exc).__name__}: {exc}); "
                 "fix the brief template",
             ) from None
-    turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
+    turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, result,
                     messages, triggers, decisions, rounds, peers)
     _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
     return turn
