@@ -31,7 +31,7 @@ def council_of(members: dict[str, dict[str, Any]], *, chair: str | None = None,
 
 
 def answer(text: str | None = None, room: str = "board", *mentions: str,
-           votes: list[dict[str, Any]] | None = None, summary: str = "done") -> dict[str, Any]:
+           votes: Any = None, summary: str = "done") -> dict[str, Any]:
     content: dict[str, Any] = {"summary": summary, "posts": [] if text is None else [
         {"roomId": room, "text": text, "mentions": list(mentions)}]}
     if votes is not None:
@@ -39,7 +39,13 @@ def answer(text: str | None = None, room: str = "board", *mentions: str,
     return content
 
 
+def v(choice: Any, reason: str = "because") -> dict[str, Any]:
+    """A vote as the turn schema asks for it, under its decision's id."""
+    return {"choice": choice, "reason": reason}
+
+
 def vote(decision: str, choice: Any, reason: str = "because") -> dict[str, Any]:
+    """A vote as a turn result lists it."""
     return {"decision": decision, "choice": choice, "reason": reason}
 
 
@@ -68,30 +74,31 @@ def desk(**settings: Any) -> Council:
 
 async def test_the_schema_offers_only_open_decisions_with_their_choices(
         server: ScriptedModelServer, tmp_path: Path) -> None:
-    server.add(Answer(answer("Plan A.", "desk", "critic", votes=[
-        vote("quick", "yes"), vote("plan", 3)])),
-        Answer(answer("Agreed.", "desk", "scribe", votes=[vote("plan", 4, "held")])),
-        member="writer")
+    server.add(Answer(answer("Plan A.", "desk", "critic", votes={
+        "quick": v("yes"), "plan": v(3)})),
+        Answer(answer("Agreed.", "desk", "scribe", votes={"plan": None})), member="writer")
     server.add(Answer(answer("Plan A is fine.", "desk", "writer",
-                             votes=[vote("plan", 4, "solid")])), member="critic")
+                             votes={"plan": v(4, "solid")})), member="critic")
     server.add(Answer(answer("Noted.", "desk")), member="scribe")
     run, events = await run_it(desk(), tmp_path / "runs.db")
 
     assert run.status == "completed", run.error
     first, second = (schema_of(r) for r in of(server, "writer"))
-    # The writer's first turn: both decisions, each with its own choices; a vote owed on each.
+    # The writer's first turn: both decisions, each with its own choices, one vote each
+    # (an object keyed by decision: a grammar allows no second vote on one), all owed.
     assert offered_votes(first) == {"quick": ["yes", "no"], "plan": [1, 2, 3, 4, 5]}
     votes = first["properties"]["votes"]
-    assert votes["minItems"] == 2 and votes["maxItems"] == 2
     assert "votes" in first["required"]
-    for variant in votes["items"]["anyOf"]:
-        assert variant["required"] == ["decision", "choice", "reason"]
-        assert variant["additionalProperties"] is False
-        assert variant["properties"]["reason"]["minLength"] == 1
+    assert votes["required"] == ["quick", "plan"] and votes["additionalProperties"] is False
+    for ballot in votes["properties"].values():
+        assert ballot["required"] == ["choice", "reason"]
+        assert ballot["additionalProperties"] is False
+        assert ballot["properties"]["reason"]["minLength"] == 1
+    assert votes["properties"]["quick"]["properties"]["choice"]["enum"] == ["yes", "no"]
     # "quick" closed once the writer voted (nobody else votes on it): never offered again;
-    # "plan" stays open (the writer is queued) and, voted on already, is optional.
+    # "plan" stays open (the writer is queued) and, voted on already, may be null.
     assert offered_votes(second) == {"plan": [1, 2, 3, 4, 5]}
-    assert "minItems" not in second["properties"]["votes"]
+    assert second["properties"]["votes"]["properties"]["plan"]["anyOf"][1] == {"type": "null"}
     assert offered_votes(schema_of(of(server, "critic")[0])) == {"plan": [1, 2, 3, 4, 5]}
     # A member who votes on nothing has no votes property, and no decision in its prompt.
     scribe = of(server, "scribe")[0]
@@ -102,27 +109,32 @@ async def test_the_schema_offers_only_open_decisions_with_their_choices(
            "far: 3 (because)." in turn
     assert "Closed decisions:\n- quick: Quick fix? Outcome: yes. Votes: yes: 1, no: 0. " \
            "Dissent: none." in turn
-    assert {d["id"]: d["outcome"] for d in run.decisions} == {"quick": "yes", "plan": 4}
+    assert {d["id"]: d["outcome"] for d in run.decisions} == {"quick": "yes", "plan": 3.5}
     outputs = [p["outputs"] for p in payloads(events, "node.completed")]
     assert outputs[0]["votes"] == [vote("quick", "yes"), vote("plan", 3)]
+    assert "votes" not in outputs[2]  # null: the writer's vote on plan stands
 
 
 @pytest.mark.parametrize(("bad", "problem"), [
-    (vote("plan", 9), "votes[0].choice is not one of the choices of 'plan' (1..5)"),
-    ({"decision": "plan", "choice": 4}, "votes[0].reason is missing: give the reason for "
-                                        "your vote"),
-    (vote("plan", 4, " "), "votes[0].reason is missing: give the reason for your vote"),
-    (vote("ship", "yes"), "votes[0].decision is not a decision of this council; you may "
-                          "vote on: plan"),
+    ({"plan": v(9)}, "votes.plan.choice is not one of the choices of 'plan' (1..5)"),
+    ({"plan": {"choice": 4}}, "votes.plan.reason is missing: give the reason for your vote"),
+    ({"plan": v(4, " ")}, "votes.plan.reason is missing: give the reason for your vote"),
+    ({"plan": None}, '"votes" has no vote on plan: vote on each open decision you have not '
+                     "voted on yet"),
+    ({"plan": v(4), "ship": v("yes")}, 'a key of "votes" is not a decision of this council; '
+                                       "you may vote on: plan"),
+    ({"quick": v("yes")}, "votes.quick is closed (outcome: no); you may vote on: plan"),
+    ([vote("plan", 9)], "votes[0].choice is not one of the choices of 'plan' (1..5)"),
+    ([vote("plan", 4), vote("plan", 3)], "votes[1] votes on 'plan' a second time; one vote "
+                                         "per decision"),
 ])
 async def test_an_invalid_vote_is_repaired(server: ScriptedModelServer, tmp_path: Path,
                                            bad: dict[str, Any], problem: str) -> None:
-    server.add(Answer(answer("Plan A.", "desk", "critic", votes=[
-        vote("quick", "no"), vote("plan", 3)])), Answer(answer("Done.", "desk")),
-        member="writer")
-    server.add(Answer(answer("Hmm.", "desk", "writer", votes=[bad])),
+    server.add(Answer(answer("Plan A.", "desk", "critic", votes={
+        "quick": v("no"), "plan": v(3)})), Answer(answer("Done.", "desk")), member="writer")
+    server.add(Answer(answer("Hmm.", "desk", "writer", votes=bad)),
                Answer(answer("Plan A is fine.", "desk", "writer",
-                             votes=[vote("plan", 4, "solid")])), member="critic")
+                             votes={"plan": v(4, "solid")})), member="critic")
     run, events = await run_it(desk(), tmp_path / "runs.db")
 
     assert run.status == "completed", run.error
@@ -138,11 +150,11 @@ async def test_an_invalid_vote_is_repaired(server: ScriptedModelServer, tmp_path
 async def test_a_first_vote_left_out_is_asked_for(server: ScriptedModelServer,
                                                   tmp_path: Path) -> None:
     """A voter who has not voted yet must vote: an answer without it is repaired."""
-    server.add(Answer(answer("Plan A.", "desk", "critic", votes=[vote("quick", "no")])),
-               Answer(answer("Plan A.", "desk", "critic", votes=[
-                   vote("quick", "no"), vote("plan", 2)])),
+    server.add(Answer(answer("Plan A.", "desk", "critic", votes={"quick": v("no")})),
+               Answer(answer("Plan A.", "desk", "critic", votes={
+                   "quick": v("no"), "plan": v(2)})),
                Answer(answer("Done.", "desk")), member="writer")
-    server.add(Answer(answer("Fine.", "desk", votes=[vote("plan", 4)])), member="critic")
+    server.add(Answer(answer("Fine.", "desk", votes={"plan": v(4)})), member="critic")
     run, events = await run_it(desk(), tmp_path / "runs.db")
 
     assert run.status == "completed", run.error
@@ -152,10 +164,10 @@ async def test_a_first_vote_left_out_is_asked_for(server: ScriptedModelServer,
 
 async def test_a_vote_on_a_closed_decision_fails_clearly_after_the_repairs(
         server: ScriptedModelServer, tmp_path: Path) -> None:
-    late = Answer(answer("Changed my mind.", "desk", votes=[vote("quick", "no")]))
-    server.add(Answer(answer("Plan A.", "desk", "critic", votes=[
-        vote("quick", "yes"), vote("plan", 3)])), late, late, member="writer")
-    server.add(Answer(answer("Fine.", "desk", "writer", votes=[vote("plan", 4)])),
+    late = Answer(answer("Changed my mind.", "desk", votes={"quick": v("no")}))
+    server.add(Answer(answer("Plan A.", "desk", "critic", votes={
+        "quick": v("yes"), "plan": v(3)})), late, late, member="writer")
+    server.add(Answer(answer("Fine.", "desk", "writer", votes={"plan": v(4)})),
                member="critic")
     council = desk()
     council._members[0]["repair_attempts"] = 1
@@ -163,7 +175,7 @@ async def test_a_vote_on_a_closed_decision_fails_clearly_after_the_repairs(
 
     assert run.status == "failed"
     assert run.error["code"] == "TEAM_NODE_FAILED"
-    problem = "votes[0].decision is closed (outcome: yes); you may vote on: plan"
+    problem = "votes.quick is closed (outcome: yes); you may vote on: plan"
     assert payloads(events, "envelope.retry.exhausted") == [{
         "nodeId": "writer", "totalAttempts": 2, "finalReason": "schema-violation",
         "finalError": problem}]
@@ -303,9 +315,9 @@ async def test_the_chair_prompt_holds_every_outcome_tally_and_dissent(
     council.decision("sure", room="board", question="How sure (1-10)?", scale=(1, 10))
     choices = {"zorro": ("ship", 8), "yeti": ("ship", 7), "xenon": ("hold", 2)}
     for index, (member, (choice, score)) in enumerate(choices.items()):
-        server.add(Answer(answer(f"I think {choice}", votes=[
-            vote("ship", choice, f"reason {index}"),
-            vote("sure", score, f"score {index}")])), member=member)
+        server.add(Answer(answer(f"I think {choice}", votes={
+            "ship": v(choice, f"reason {index}"), "sure": v(score, f"score {index}")})),
+            member=member)
     server.add(Answer({"summary": "Ship, with one dissent on billing."}), member="chair")
     run, events = await run_it(council, tmp_path / "runs.db")
 

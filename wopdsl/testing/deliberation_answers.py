@@ -65,13 +65,12 @@ def offered_votes(schema: dict[str, Any]) -> dict[str, list[Any]]:
     votes = schema.get("properties", {}).get("votes")
     if not votes:
         return {}
-    items = votes["items"]
     offered: dict[str, list[Any]] = {}
-    for variant in items.get("anyOf", [items]):
-        properties = variant["properties"]
-        choice = properties["choice"]
-        choices = choice.get("enum") or list(range(choice["minimum"], choice["maximum"] + 1))
-        offered[properties["decision"]["enum"][0]] = choices
+    for decision, vote in votes["properties"].items():
+        vote = vote["anyOf"][0] if "anyOf" in vote else vote  # [vote, null]: voted before
+        choice = vote["properties"]["choice"]
+        offered[decision] = choice.get("enum") or list(
+            range(choice["minimum"], choice["maximum"] + 1))
     return offered
 
 
@@ -93,8 +92,9 @@ def llm_council_answer(request: CapturedRequest, turn: int) -> Answer:
         content["posts"] = [{"roomId": room, "text": text, "mentions": []}]
     offered = offered_votes(schema)
     if offered:
-        content["votes"] = [
-            {"decision": decision, "choice": choice if choice in offered[decision] else
-             offered[decision][0], "reason": reason}
-            for decision, (choice, reason) in votes.items() if decision in offered]
+        content["votes"] = {}
+        for decision, choices in offered.items():
+            choice, reason = votes.get(decision, (choices[0], "no view"))
+            content["votes"][decision] = {
+                "choice": choice if choice in choices else choices[0], "reason": reason}
     return Answer(content, usage=(400 + 200 * turn, 90), chunks=1)

@@ -51,8 +51,8 @@ CHAIR_SUMMARY = ("The council's answer to its task, in your own words: each deci
 _FIELD_KINDS = {"summary": "text", "posts": 'a list of objects with "roomId", "text" and '
                 '"mentions"', "roomId": "in a post, text", "text": "in a post, text",
                 "mentions": "in a post, a list of member ids",
-                "votes": 'a list of objects with "decision", "choice" and "reason"',
-                "decision": "in a vote, text", "choice": "in a vote, an option or a score",
+                "votes": 'an object: under each decision\'s id, an object with "choice" and '
+                         '"reason"', "choice": "in a vote, an option or a score",
                 "reason": "in a vote, text"}
 
 
@@ -116,7 +116,7 @@ the others' answers of this round until it ends{% endif %}.\
 {% if triggers %}You were asked to act by: {{ triggers | map(attribute="id") | join(", ") }}.
 {% endif %}{% if decisions is defined %}\
 {% for d in decisions if d.open and d.voter %}{% if loop.first %}Open decisions: vote on \
-each in "votes", with your reason (your last vote counts):
+each in "votes" under its id, with your reason (your last vote counts):
 {% endif %}- {{ d.id }}: {{ d.question }} Choose \
 {% if d.options is defined %}one of: {{ d.options | join(", ") }}\
 {% else %}a whole score from {{ d.scale[0] }} to {{ d.scale[1] }}{% endif %}.\

@@ -1,13 +1,15 @@
 """The votes an ``llm`` member may cast on a turn (DESIGN.md §22): their schema and check.
 
 A turn offers the open decisions the member votes on, read from the turn input's
-``decisions``: each as one ``anyOf`` variant of the ``votes`` items, its id the only
-``decision``, its options (or every score of its scale) the only ``choice``, and a ``reason``
-it must give. A decision the member has not voted on yet must be voted on (``minItems``).
-The schema holds to OpenAI's strict structured outputs (every property required, no extra
-ones, ``anyOf`` below the root) and to llama.cpp's grammars. Whatever the server does, the
-answer's votes are checked here with the same rules (and by the engine after): messages name
-the vote and the allowed values, never an excerpt of the answer.
+``decisions``, as an object with one property per decision (its id): ``{"choice", "reason"}``,
+the decision's options (or every score of its scale) the only choices, a reason required. An
+object rather than a list of ``{decision, …}``: a grammar then holds the model to one vote
+per decision, which no list schema that strict modes accept can say. A decision the member
+has voted on already may be ``null`` (its last vote stands). The schema holds to OpenAI's
+strict structured outputs (every property required, no extra ones, ``anyOf`` below the root)
+and to llama.cpp's grammars. Whatever the server does, the answer's votes are checked here
+(the list form ``[{decision, choice, reason}]`` of a turn result is accepted too) and by the
+engine after: messages name the vote and the allowed values, never an excerpt of the answer.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from typing import Any, Final
 
 from wopdsl.model.deliberation import MAX_REASON_CHARS, choice_problem
 
-__all__ = ["VOTE_FIELDS", "VoteOffer", "check_votes", "offers_of", "votes_schema"]
+__all__ = ["VOTE_FIELDS", "VoteOffer", "VoteProblem", "check_votes", "offers_of",
+           "votes_schema"]
 
 VOTE_FIELDS: Final[dict[str, str]] = {
-    "votes": "Your votes on the open decisions you vote on, at most one per decision. Your "
-             "last vote on a decision counts.",
-    "decision": "The id of the decision you vote on.",
+    "votes": "Your vote on each open decision you vote on, under the decision's id. Your "
+             "last vote on a decision counts; null keeps a vote you gave before.",
     "choice": "Your choice: one of the decision's options, or a whole score on its scale.",
     "reason": "Why you chose it, in one or two sentences of your own.",
 }
@@ -74,16 +76,14 @@ def offers_of(decisions: Iterable[dict[str, Any]]) -> tuple[VoteOffer, ...]:
 
 
 def votes_schema(offers: tuple[VoteOffer, ...], reason_chars: int) -> dict[str, Any]:
-    """The ``votes`` property of the turn result: one ``anyOf`` variant per offer."""
-    variants = [_vote_schema(offer, reason_chars) for offer in offers]
-    schema: dict[str, Any] = {"type": "array", "description": VOTE_FIELDS["votes"],
-                              "items": variants[0] if len(variants) == 1 else
-                              {"anyOf": variants}}
-    owed = sum(1 for offer in offers if not offer.voted)
-    if owed:
-        schema["minItems"] = owed
-    schema["maxItems"] = len(offers)
-    return schema
+    """The ``votes`` property of the turn result: one property per offered decision."""
+    properties: dict[str, Any] = {}
+    for offer in offers:
+        vote = _vote_schema(offer, reason_chars)
+        properties[offer.id] = vote if not offer.voted else {
+            "anyOf": [vote, {"type": "null"}]}
+    return {"type": "object", "description": VOTE_FIELDS["votes"], "properties": properties,
+            "required": list(properties), "additionalProperties": False}
 
 
 def _vote_schema(offer: VoteOffer, reason_chars: int) -> dict[str, Any]:
@@ -101,13 +101,11 @@ def _vote_schema(offer: VoteOffer, reason_chars: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "decision": {"type": "string", "enum": [offer.id],
-                         "description": VOTE_FIELDS["decision"]},
             "choice": choice,
             "reason": {"type": "string", "description": VOTE_FIELDS["reason"],
                        "minLength": 1, "maxLength": reason_chars},
         },
-        "required": ["decision", "choice", "reason"],
+        "required": ["choice", "reason"],
         "additionalProperties": False,
     }
 
@@ -118,10 +116,11 @@ class VoteProblem(Exception):
 
 def check_votes(votes: Any, offers: tuple[VoteOffer, ...], decisions: Iterable[dict[str, Any]],
                 reason_chars: int | None) -> list[dict[str, Any]]:
-    """Check an answer's ``votes``; return them as ``{decision, choice, reason}``.
+    """Check an answer's ``votes``; return them as ``[{decision, choice, reason}]``.
 
     Args:
-        votes: The answer's ``votes`` value.
+        votes: The answer's ``votes``: ``{decision id: {choice, reason} | null}``, or a list
+            of ``{decision, choice, reason}``.
         offers: The open decisions the member votes on.
         decisions: The turn input's ``decisions`` (to name a closed one's outcome).
         reason_chars: The longest reason (``None``: :data:`MAX_REASON_CHARS`).
@@ -129,26 +128,30 @@ def check_votes(votes: Any, offers: tuple[VoteOffer, ...], decisions: Iterable[d
     Raises:
         VoteProblem: naming the vote and what is wrong with it.
     """
-    if not isinstance(votes, list):
-        raise VoteProblem('"votes" must be an array of {"decision", "choice", "reason"}')
     by_id = {offer.id: offer for offer in offers}
+    cast = _entries(votes)
     known = {str(view.get("id")): view for view in decisions}
     may = ", ".join(by_id) or "none"
     limit = MAX_REASON_CHARS if reason_chars is None else min(reason_chars, MAX_REASON_CHARS)
     checked: list[dict[str, Any]] = []
-    for index, vote in enumerate(votes):
-        where = f"votes[{index}]"
-        if not isinstance(vote, dict) or set(vote) - {"decision", "choice", "reason"}:
-            raise VoteProblem(f'{where} must be an object with "decision", "choice" and '
-                              '"reason" only')
-        name = vote.get("decision")
+    for where, name, vote in cast:
+        if where is None:  # under a key: name it only when it is a decision's id
+            where = f"votes.{name}" if name in by_id or name in known else \
+                'a key of "votes"'
+            if vote is not None and (not isinstance(vote, dict) or
+                                     set(vote) - {"choice", "reason"}):
+                raise VoteProblem(f'{where} must be an object with "choice" and "reason" '
+                                  "only, or null")
         offer = by_id.get(name) if isinstance(name, str) else None
         if offer is None:
             view = known.get(name) if isinstance(name, str) else None
             why = ("is closed (outcome: " + str(view.get("outcome")) + ")" if view is not None
                    and not view.get("open") else "is not a decision you vote on"
                    if view is not None else "is not a decision of this council")
-            raise VoteProblem(f"{where}.decision {why}; you may vote on: {may}")
+            subject = f"{where}.decision" if where.startswith("votes[") else where
+            raise VoteProblem(f"{subject} {why}; you may vote on: {may}")
+        if vote is None:
+            continue  # the last vote stands (checked below when there is none)
         if any(c["decision"] == offer.id for c in checked):
             raise VoteProblem(f"{where} votes on '{offer.id}' a second time; one vote per "
                               "decision")
@@ -168,3 +171,25 @@ def check_votes(votes: Any, offers: tuple[VoteOffer, ...], decisions: Iterable[d
         raise VoteProblem(f'"votes" has no vote on {", ".join(owed)}: vote on each open '
                           "decision you have not voted on yet")
     return checked
+
+
+def _entries(votes: Any) -> list[tuple[str | None, Any, Any]]:
+    """``(where, decision, vote)`` of each vote, in the answer's order.
+
+    ``where`` is ``None`` for a vote under a key (named once the key is known to be an id);
+    ``vote`` is ``None`` when it is null.
+    """
+    if votes is None:
+        return []
+    if isinstance(votes, dict):
+        return [(None, name, vote) for name, vote in votes.items()]
+    if not isinstance(votes, list):
+        raise VoteProblem('"votes" must be an object with a vote under each decision id')
+    listed: list[tuple[str | None, Any, Any]] = []
+    for index, vote in enumerate(votes):
+        where = f"votes[{index}]"
+        if not isinstance(vote, dict) or set(vote) - {"decision", "choice", "reason"}:
+            raise VoteProblem(f'{where} must be an object with "decision", "choice" and '
+                              '"reason" only')
+        listed.append((where, vote.get("decision"), vote))
+    return listed
