@@ -336,3 +336,26 @@ async def test_the_chair_prompt_holds_every_outcome_tally_and_dissent(
     assert schema["properties"]["summary"]["description"] == CHAIR_SUMMARY
     assert run.result["answer"] == "Ship, with one dissent on billing."
     assert "envelope.retry.attempted" not in kinds(events)
+
+
+async def test_a_wide_scale_is_an_integer_with_its_range_described(
+        server: ScriptedModelServer, tmp_path: Path) -> None:
+    """Over 101 scores no enum: an integer (no minimum/maximum, which some strict modes
+    refuse), the range in its description, and a score off the scale is repaired."""
+    council = council_of({"judge": {}, "peer": {"initial_turn": False}})
+    council.room("desk", members=["judge", "peer"])
+    council.decision("budget", room="desk", question="Budget in k$?", scale=(0, 1000),
+                     voters=["judge"])
+    server.add(Answer(answer(None, votes={"budget": v(1001)})),
+               Answer(answer(None, votes={"budget": v(250, "enough for a quarter")})),
+               member="judge")
+    run, events = await run_it(council, tmp_path / "runs.db")
+
+    assert run.status == "completed", run.error
+    choice = schema_of(server.requests[0])["properties"]["votes"]["properties"]["budget"][
+        "properties"]["choice"]
+    assert choice["type"] == "integer" and "enum" not in choice and "minimum" not in choice
+    assert choice["description"].endswith("From 0 to 1000.")
+    assert [p["previousError"] for p in payloads(events, "envelope.retry.attempted")] == [
+        "votes.budget.choice is not one of the choices of 'budget' (0..1000)"]
+    assert {d["id"]: d["outcome"] for d in run.decisions} == {"budget": 250}

@@ -69,8 +69,7 @@ def offered_votes(schema: dict[str, Any]) -> dict[str, list[Any]]:
     for decision, vote in votes["properties"].items():
         vote = vote["anyOf"][0] if "anyOf" in vote else vote  # [vote, null]: voted before
         choice = vote["properties"]["choice"]
-        offered[decision] = choice.get("enum") or list(
-            range(choice["minimum"], choice["maximum"] + 1))
+        offered[decision] = list(choice.get("enum", ()))  # a wide scale: no enum
     return offered
 
 
@@ -94,7 +93,8 @@ def llm_council_answer(request: CapturedRequest, turn: int) -> Answer:
     if offered:
         content["votes"] = {}
         for decision, choices in offered.items():
-            choice, reason = votes.get(decision, (choices[0], "no view"))
+            choice, reason = votes.get(decision, (choices[0] if choices else 0, "no view"))
             content["votes"][decision] = {
-                "choice": choice if choice in choices else choices[0], "reason": reason}
+                "choice": choice if choice in choices or not choices else choices[0],
+                "reason": reason}
     return Answer(content, usage=(400 + 200 * turn, 90), chunks=1)

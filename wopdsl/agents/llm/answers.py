@@ -23,8 +23,7 @@ from wopdsl.agents.llm.votes import VoteOffer, VoteProblem, check_votes, votes_s
 __all__ = ["BOUND_KEYWORDS", "AnswerBounds", "AnswerProblem", "check_answer", "result_schema",
            "strip_bounds"]
 
-BOUND_KEYWORDS = frozenset({"maxItems", "minItems", "uniqueItems", "maxLength", "minLength",
-                            "minimum", "maximum"})
+BOUND_KEYWORDS = frozenset({"maxItems", "minItems", "uniqueItems", "maxLength", "minLength"})
 """The schema keywords that bound the answer; some strict modes refuse them (see
 :func:`strip_bounds`)."""
 

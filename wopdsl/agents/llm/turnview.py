@@ -30,7 +30,8 @@ class TurnView:
     requestable: frozenset[str]
     """The names a mention may use (ids; aliases in anonymous rooms)."""
     spent: tuple[str, ...]
-    """Names of those who have used all their turns (never a hidden id)."""
+    """Names of those in the rooms it may post in who have used all their turns (never a
+    hidden id)."""
     votes: tuple[VoteOffer, ...]
     """The open decisions the member votes on."""
 
@@ -58,9 +59,11 @@ def view_of(turn: Turn, rooms: tuple[RoomView, ...],
         else:
             members = room.members
             gone = {m for m in members if m not in requestable}
-        allowed.update(m for m in members if m not in gone)
-        spent.update(gone)
+        settled = bool(round_.get("settled"))
+        if not settled:  # nobody is mentioned in a settled room: its spent are no news
+            allowed.update(m for m in members if m not in gone)
+            spent.update(gone)
         roster.append(RoomView(room.id, room.title, members, anonymous=peers is not None,
-                               settled=bool(round_.get("settled"))))
+                               settled=settled))
     return TurnView(tuple(roster), tuple(r for r in roster if not r.settled),
                     frozenset(allowed), tuple(sorted(spent)), offers_of(turn.decisions))

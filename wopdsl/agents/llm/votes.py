@@ -33,7 +33,8 @@ VOTE_FIELDS: Final[dict[str, str]] = {
 
 MAX_ENUM_SCORES: Final = 101
 """A scale with at most this many scores offers each as an enum (strict modes and grammars
-hold an enum everywhere); a wider one is an integer between ``minimum`` and ``maximum``."""
+hold an enum everywhere); a wider one is an integer whose description names the range (some
+strict modes refuse ``minimum``/``maximum``; the check holds it to the scale either way)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +97,8 @@ def _vote_schema(offer: VoteOffer, reason_chars: int) -> dict[str, Any]:
         if high - low < MAX_ENUM_SCORES:
             choice["enum"] = list(range(low, high + 1))
         else:
-            choice.update(minimum=low, maximum=high)
-    choice["description"] = VOTE_FIELDS["choice"]
+            choice["description"] = f"{VOTE_FIELDS['choice']} From {low} to {high}."
+    choice.setdefault("description", VOTE_FIELDS["choice"])
     return {
         "type": "object",
         "properties": {
