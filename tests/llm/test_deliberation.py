@@ -4,12 +4,14 @@ the prompt, the chair's last word — asserted on what the scripted server recei
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.llm.conftest import KEY_ENV
+from tests.llm.test_cli import REPO, wop
 from tests.llm.test_run import kinds, payloads, run_it
 from tests.llm.test_turn_schema import schema_of
 from wopdsl import Council
@@ -17,6 +19,7 @@ from wopdsl.agents.llm import REPAIR_PROMPT
 from wopdsl.agents.llm.prompts import CHAIR_SUMMARY
 from wopdsl.testing.deliberation_answers import offered_votes
 from wopdsl.testing.model_server import Answer, CapturedRequest, ScriptedModelServer
+from wopdsl.testing.review_answers import council_answer
 
 
 def council_of(members: dict[str, dict[str, Any]], *, chair: str | None = None,
@@ -359,3 +362,23 @@ async def test_a_wide_scale_is_an_integer_with_its_range_described(
     assert [p["previousError"] for p in payloads(events, "envelope.retry.attempted")] == [
         "votes.budget.choice is not one of the choices of 'budget' (0..1000)"]
     assert {d["id"]: d["outcome"] for d in run.decisions} == {"budget": 250}
+
+
+# -- the llm council -------------------------------------------------------------------------
+
+def test_the_llm_council_runs_to_its_end_and_its_log_checks_in_v1_and_v2(
+        server: ScriptedModelServer, tmp_path: Path) -> None:
+    """``councils/llm-council.toml`` through the CLI against the scripted answers."""
+    server.default = council_answer
+    (tmp_path / "councils").mkdir()
+    shutil.copy(REPO / "councils" / "llm-council.toml", tmp_path / "councils")
+    run_id = "llm-council-check-0001"
+    done = wop(tmp_path, "run", "councils/llm-council.toml", "--run-id", run_id, "--json")
+    result = json.loads(done.stdout)["result"]
+    assert {d["id"]: d["outcome"] for d in result["decisions"]} == {
+        "first_step": "colocate", "confidence": 4}
+    assert result["answer"].startswith("The council chose to colocate")
+    assert [r.member for r in server.requests].count("chair") == 1
+    for flag in ((), ("--v2",)):
+        checked = wop(tmp_path, "check", *flag, run_id)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
