@@ -147,7 +147,15 @@ async def test_an_anonymous_room_shows_aliases_never_ids(db_path: Path) -> None:
     seen = next(m for m in cmo_second.input.messages if m.text.startswith("I say"))
     slug = aliases["cto"].lower().replace(" ", "-")
     assert seen.text == f"I say @{slug} should decide." and seen.mentions == [aliases["cto"]]
+    # Its own previous result names the others by alias too.
+    cfo_second = next(c for c in calls.log if c.member == "cfo" and c.turn == 2)
+    assert cfo_second.input.result is not None
+    slug = aliases["cto"].lower().replace(" ", "-")
+    assert cfo_second.input.result["posts"] == [
+        {"roomId": "board", "text": f"I say @{slug} should decide.",
+         "mentions": [aliases["cto"]]}]
     # The log and the transcript keep real ids.
+    assert next(m for m in run.messages if m.text.startswith("I say")).mentions == ["cto"]
     assert "cfo team/cfo/" in run.transcript
     turns = [e["payload"]["turn"] for e in of_type(run.events, "conversation.exchanged")]
     assert {t["speakerId"] for t in turns if t["role"] == "agent"} == \
@@ -180,6 +188,28 @@ async def test_an_alias_mention_maps_back_to_the_member(db_path: Path) -> None:
     target = asked.mentions[0]
     assert target in ("a", "b") and min(aliases[x] for x in ("a", "b")) == aliases[target]
     assert [c.turn for c in calls.of(target)] == [1, 2]
+
+
+async def test_peers_name_the_others_of_an_anonymous_room_by_alias(db_path: Path) -> None:
+    """``turn.peers``: each anonymous room's other members as aliases, in alias order (never
+    the declaration order), and those who have used all their turns; a plain room has none."""
+    calls = Calls()
+    council = board(calls, {}, blind=False, anonymous=True, rounds=2)
+    council._members[0]["max_turns"] = 1  # cfo: one turn only
+    council.room("side", members=["cto", "cmo"])
+    run = await council.arun(store=db_path, deterministic=True)
+
+    assert run.status == "completed"
+    aliases = run.state.aliases
+    for call in calls.log:
+        others = [m for m in ("cfo", "cto", "cmo") if m != call.member]
+        shown = sorted((aliases[m] for m in others), key=lambda a: (len(a), a))
+        assert list(call.input.peers) == ["board"]  # "side" is not anonymous
+        assert call.input.peers["board"]["members"] == shown
+        dumped = json.dumps(call.input.peers)
+        assert not any(m in dumped for m in others)
+    cto_second = next(c for c in calls.log if c.member == "cto" and c.turn == 2)
+    assert cto_second.input.peers["board"]["spent"] == [aliases["cfo"]]
 
 
 # -- @all ------------------------------------------------------------------------------------

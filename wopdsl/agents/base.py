@@ -89,7 +89,8 @@ class MemberAgent(ABC):
 def turn_context(turn: Turn) -> dict[str, Any]:
     """Return the turn input as plain JSON data (what templates and byte limits see).
 
-    ``decisions`` and ``rounds`` are there when the council deliberates (DESIGN.md §22).
+    ``decisions``, ``rounds`` and ``peers`` are there when the council deliberates
+    (DESIGN.md §22).
     """
     context = {
         "task": turn.task,
@@ -105,4 +106,6 @@ def turn_context(turn: Turn) -> dict[str, Any]:
         context["decisions"] = turn.decisions
     if turn.rounds:
         context["rounds"] = turn.rounds
+    if turn.peers:
+        context["peers"] = turn.peers
     return context

@@ -18,7 +18,7 @@ from wopdsl.model.mentions import MENTION_RE
 from wopdsl.model.turns import Message
 from wopdsl.state import CouncilState
 
-__all__ = ["decision_views", "perspective"]
+__all__ = ["decision_views", "peer_views", "perspective", "seen_result"]
 
 _SYSTEM = "system"
 
@@ -90,23 +90,75 @@ def _masked(state: CouncilState, message: Message, viewer: str) -> Message:
     if message.sender == _SYSTEM:
         shown_id = f"{message.room}#{state.order[message.id] + 1}"
         return new_message(shown_id, message.room, _SYSTEM, message.text, [], 0)
-    aliases = state.aliases
+    own = message.sender == viewer
+    return new_message(f"{message.room}#{state.order[message.id] + 1}", message.room,
+                       _name(state, message.sender, viewer),
+                       _seen_text(state, message.room, message.text, viewer),
+                       [_name(state, m, viewer) for m in message.mentions],
+                       message.position if own else 0)
 
-    def name(member: str) -> str:
-        return SELF if member == viewer else aliases.get(member, member if member == "all"
-                                                         else "a member")
+
+def _name(state: CouncilState, member: str, viewer: str) -> str:
+    """How ``viewer`` sees ``member`` in an anonymous room: its alias, or ``you``."""
+    return SELF if member == viewer else state.aliases.get(
+        member, member if member == "all" else "a member")
+
+
+def _seen_text(state: CouncilState, room: str, text: str, viewer: str) -> str:
+    """``text`` of an anonymous room with each ``@member`` as ``@member-a`` (``@you``)."""
+    if "@" not in text:
+        return text
+    members = state.rooms[room].members
 
     def mention(match: re.Match[str]) -> str:
         member = match.group(1).rstrip(".")
-        if member not in state.rooms[message.room].members:
+        if member not in members:
             return str(match.group(0))
-        return "@" + alias_slug(name(member)) + match.group(1)[len(member):]
+        return "@" + alias_slug(_name(state, member, viewer)) + match.group(1)[len(member):]
 
-    text = MENTION_RE.sub(mention, message.text) if "@" in message.text else message.text
-    own = message.sender == viewer
-    return new_message(f"{message.room}#{state.order[message.id] + 1}", message.room,
-                       name(message.sender), text, [name(m) for m in message.mentions],
-                       message.position if own else 0)
+    return MENTION_RE.sub(mention, text)
+
+
+def seen_result(state: CouncilState, viewer: str,
+                result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The member's previous result as it may see it.
+
+    Its posts to anonymous rooms name the others by alias, as its messages do (the log
+    keeps the ids).
+    """
+    if not result or not result.get("posts"):
+        return result
+    shown: list[Any] = []
+    for post in result["posts"]:
+        room = state.rooms.get(post.get("roomId", "")) if isinstance(post, dict) else None
+        if room is not None and room.anonymous:
+            post = {**post, "text": _seen_text(state, post["roomId"], post["text"], viewer),
+                    "mentions": [_name(state, m, viewer) for m in post["mentions"]]}
+        shown.append(post)
+    return {**result, "posts": shown}
+
+
+def peer_views(state: CouncilState, viewer: str,
+               rooms: tuple[str, ...]) -> dict[str, dict[str, list[str]]]:
+    """Per anonymous room of the member: the others' aliases, and which of them are spent.
+
+    In alias order (the declaration order would reveal who is who); ``spent``: those a
+    mention may not ask, as the recorder's ``requestable`` counts them (neither queued nor
+    with a turn left).
+    """
+    views: dict[str, dict[str, list[str]]] = {}
+    aliases = state.aliases
+    for room_id in rooms:
+        room = state.rooms[room_id]
+        if not room.anonymous:
+            continue
+        others = sorted((m for m in room.members if m != viewer and m in aliases),
+                        key=lambda m: (len(aliases[m]), aliases[m]))
+        views[room_id] = {
+            "members": [aliases[m] for m in others],
+            "spent": [aliases[m] for m in others
+                      if m not in state.queue and not state.has_turn_left(m)]}
+    return views
 
 
 def decision_views(state: CouncilState, viewer: str) -> list[dict[str, Any]]:

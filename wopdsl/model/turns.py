@@ -153,6 +153,10 @@ class Turn(BaseModel):
     reason}]``; aliases in anonymous rooms)."""
     rounds: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per room debated in rounds: ``{round, of, blind, anonymous, settled}``."""
+    peers: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    """Per anonymous room of this member: the others as it sees them, ``{members, spent}``
+    (aliases, in alias order); ``spent``: those who have used all their turns, whom a
+    mention may not ask (DESIGN.md §22). A mention may name an alias."""
 
     def room_messages(self, room: str) -> list[Message]:
         """Return the messages of one room, in saved order."""
