@@ -7,12 +7,22 @@ import os
 from typing import Any, ClassVar, Final
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Log, TabbedContent, TabPane
 from wopdsl_tui.bridge import RoomFeed, RunFold, follow
-from wopdsl_tui.widgets import Composer, ErrorDetails, MessageList, Notice, Roster, StatusLine
+from wopdsl_tui.posting import PostingApp
+from wopdsl_tui.widgets import (
+    Composer,
+    DecisionsView,
+    ErrorDetails,
+    MessageList,
+    Notice,
+    RoomPane,
+    Roster,
+    StatusLine,
+)
 from wopdsl_tui.widgets.tools import ApprovalPanel, ToolsView
 
 import wopdsl
@@ -27,8 +37,12 @@ _BREATHE_SECONDS: Final = 0.1
 """While catching up on a long log, let the screen draw this often."""
 
 
-class CouncilApp(App[int]):
+class CouncilApp(PostingApp):
     """A live view of one council run: room tabs, roster, status line, events, composer.
+
+    A council that deliberates also shows each room's round, hides a blind round's posts by
+    others until it ends, and lists its decisions and chair; ``/vote`` (or ``ctrl+b``)
+    votes through ``Run.vote``.
 
     Give it a :class:`wopdsl.Council` to start a run, or a :class:`wopdsl.Run` to attach to
     one (stored, paused, or executing in another process). It reads the run's events only,
@@ -50,6 +64,8 @@ class CouncilApp(App[int]):
         Binding("ctrl+n", "next_room", "Next room", priority=True),
         Binding("ctrl+p", "previous_room", "Prev room", priority=True),
         Binding("ctrl+r", "focus_composer", "Reply", priority=True),
+        # Offered while a decision is open for a human member: starts a /vote line.
+        Binding("ctrl+b", "vote", "Vote", priority=True),
         Binding("ctrl+t", "toggle_events", "Events", priority=True),
         Binding("ctrl+o", "toggle_ids", "Ids", priority=True),
         # Offered once a turn or the run failed: the recorded error details and traceback.
@@ -84,6 +100,7 @@ class CouncilApp(App[int]):
         self._laid_out = False
         self._rooms: list[RoomFeed] = []
         self._lists: dict[str, MessageList] = {}
+        self._panes: list[RoomPane] = []
         self._colors: dict[str, str] = {}
         self._events_shown = 0
         self._errors_shown = 0
@@ -100,6 +117,7 @@ class CouncilApp(App[int]):
         with Horizontal(id="main"):
             yield TabbedContent(id="rooms")
             yield Roster(id="roster")
+        yield DecisionsView(id="decisions")
         yield ToolsView(id="tool-view")
         yield Log(id="events", auto_scroll=True)
         yield ErrorDetails(id="errors")
@@ -150,10 +168,11 @@ class CouncilApp(App[int]):
         self._rooms = list(fold.rooms.values())
         tabs = self.query_one("#rooms", TabbedContent)
         for number, room in enumerate(self._rooms):
-            view = MessageList(room.id, colors=self._colors, members=room.members,
-                               id=f"messages-{number}")
-            self._lists[room.id] = view
-            await tabs.add_pane(TabPane(room.id, view, id=f"room-{number}"))
+            pane = RoomPane(room.id, colors=self._colors, members=room.members,
+                            id=f"messages-{number}")
+            self._panes.append(pane)
+            self._lists[room.id] = pane.messages
+            await tabs.add_pane(TabPane(room.id, pane, id=f"room-{number}"))
         humans = fold.humans
         if humans:
             self.human = humans[0]
@@ -187,10 +206,12 @@ class CouncilApp(App[int]):
         """Bring the widgets up to the fold: new messages, events, roster and status."""
         self._sync_scheduled = False
         fold = self.fold
-        for room_id, view in self._lists.items():
-            feed = fold.rooms[room_id]
-            if len(feed.messages) > view.count:
-                view.add_messages(feed.messages[view.count:])
+        viewers = fold.humans  # The person at the screen posts and votes as these.
+        for pane in self._panes:
+            pane.sync(fold, viewers)
+        decisions = self.query_one(DecisionsView)
+        decisions.show(fold, viewers)
+        self.query_one(Composer).set_ballots(decisions.ballots)
         if len(fold.events) > self._events_shown:
             lines = [str(e) for e in fold.events[self._events_shown:]]
             self._events_shown = len(fold.events)
@@ -217,68 +238,18 @@ class CouncilApp(App[int]):
             approvals=[(a.approver, a.call_id) for a in fold.approvals])
         self.shown_sequence = fold.last_sequence
         keys = (self.run_status, self.human, self._driving, fold.terminal, bool(fold.errors),
-                len(fold.approvals))
+                len(fold.approvals), tuple(decisions.ballots))
         if keys != self._keys_state:
             # The footer rebuilds on refresh: only when an offered key may have changed.
             self._keys_state = keys
             self.refresh_bindings()
-
-    def _on_waiting(self) -> None:
-        """Hand the keyboard to the human whose turn was just requested."""
-        requested = bool(self._waiting)
-        asked = requested and not self._turn_requested
-        if asked:
-            self.human = self._waiting[0]
-            room = self.fold.last_mention.get(self.human)
-            if room is not None:
-                self._activate_room(room)
-        self._turn_requested = requested
-        self._update_target()
-        if asked:  # After the update: the composer is enabled for the room asked from.
-            self.query_one(Composer).focus()
+            self._update_target()  # The line above the composer says whether /vote works.
 
     # -- rooms -----------------------------------------------------------------------------
 
     def room_view(self, room_id: str) -> MessageList:
         """Return the message list of a room's tab."""
         return self._lists[room_id]
-
-    @property
-    def active_room(self) -> str | None:
-        """The room of the active tab."""
-        active: str = self.query_one("#rooms", TabbedContent).active
-        if not active:
-            return self._rooms[0].id if self._rooms else None
-        return self._rooms[int(active.removeprefix("room-"))].id
-
-    def _activate_room(self, room_id: str) -> None:
-        for number, room in enumerate(self._rooms):
-            if room.id == room_id:
-                self.query_one("#rooms", TabbedContent).active = f"room-{number}"
-
-    def _update_target(self) -> None:
-        room_id = self.active_room
-        if self.human is None or room_id is None:
-            return
-        feed = self.fold.rooms[room_id]
-        members = feed.members
-        here = [h for h in self.fold.humans if h in members]
-        if self.human not in members and here:
-            # Post as the human member of this room (the one asked first, if any).
-            self.human = next((h for h in self._waiting if h in here), here[0])
-        composer = self.query_one(Composer)
-        composer.set_members(m for m in members if m != self.human)
-        composer.placeholder = f"Message {room_id} as {self.human}; @ mentions a member"
-        notice = self.query_one(Notice)
-        closed = self.fold.closed_reason(feed, here)
-        composer.disabled = closed is not None
-        if closed is not None:
-            notice.show_closed(closed)
-        elif self._refusal is not None:
-            notice.show_refusal(*self._refusal)
-        else:
-            notice.show_target(self.human, room_id, turn=self._turn_requested,
-                               sending=self._posting)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self._refusal = None
@@ -302,6 +273,8 @@ class CouncilApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "focus_composer":
             return self.human is not None
+        if action == "vote":
+            return bool(self.query_one(DecisionsView).ballots)
         if action == "toggle_errors":
             return bool(self.fold.errors)
         if action == "decide":
@@ -313,10 +286,6 @@ class CouncilApp(App[int]):
             return (self.council_run is not None and not self._driving
                     and self.run_status == "running" and self.fold.terminal is None)
         return True
-
-    def action_focus_composer(self) -> None:
-        if self.human is not None:
-            self.query_one(Composer).focus()
 
     def action_toggle_events(self) -> None:
         events = self.query_one("#events", Log)
@@ -364,34 +333,3 @@ class CouncilApp(App[int]):
         if self.council_run is not None:
             await self.council_run.detach()
         self.exit(0)
-
-    # -- posting ---------------------------------------------------------------------------
-
-    def on_composer_sent(self, event: Composer.Sent) -> None:
-        room = self.active_room
-        if self._posting or self.human is None or room is None or self.council_run is None:
-            return
-        self._post(event.text, room, self.human)
-
-    @work(group="post", exit_on_error=False)
-    async def _post(self, text: str, room: str, member: str) -> None:
-        assert self.council_run is not None
-        composer = self.query_one(Composer)
-        self._posting = True
-        self._refusal = None
-        self._update_target()
-        try:
-            await self.council_run.reply(text.strip(), room=room, as_=member)
-        except wopdsl.WopError as exc:
-            # Nothing was saved, so nothing typed is lost: the text stays in the composer.
-            self._refusal = (exc.code, exc.message)
-            return
-        finally:
-            self._posting = False
-            self._update_target()
-        if composer.value == text:
-            composer.value = ""
-        self._turn_requested = False
-        self._update_target()
-        # The post may have set the run going again here: watch that drive like the first.
-        self._watch_drive()

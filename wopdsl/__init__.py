@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from wopdsl.model import (
         CouncilSettings,
         CouncilSpec,
+        DecisionSpec,
         MemberSpec,
         Message,
         Post,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         ScriptPost,
         ScriptStep,
         Turn,
+        Vote,
     )
     from wopdsl.run import EventLog, Run, attach
     from wopdsl.state import CouncilState, RunStatus
@@ -62,8 +64,9 @@ _LAZY: Final[dict[str, str]] = {
     "CouncilGraph": "wopdsl.compile", "compile": "wopdsl.compile",
     "Council": "wopdsl.council", "load": "wopdsl.council",
     "Engine": "wopdsl.engine", "HumanInput": "wopdsl.engine", "fork": "wopdsl.engine",
-    **dict.fromkeys(("CouncilSettings", "CouncilSpec", "MemberSpec", "Message", "Post",
-                     "Reply", "RoomSpec", "ScriptPost", "ScriptStep", "Turn"), "wopdsl.model"),
+    **dict.fromkeys(("CouncilSettings", "CouncilSpec", "DecisionSpec", "MemberSpec",
+                     "Message", "Post", "Reply", "RoomSpec", "ScriptPost", "ScriptStep", "Turn",
+                     "Vote"), "wopdsl.model"),
     "EventLog": "wopdsl.run", "Run": "wopdsl.run", "attach": "wopdsl.run",
     "CouncilState": "wopdsl.state", "RunStatus": "wopdsl.state",
     **dict.fromkeys(("EventStore", "MemoryStore", "RunInfo", "SqliteStore", "open_store"),
@@ -96,6 +99,7 @@ __all__ = [
     "CouncilSettings",
     "CouncilSpec",
     "CouncilState",
+    "DecisionSpec",
     "DeclarationError",
     "Engine",
     "EventInvalid",
@@ -124,6 +128,7 @@ __all__ = [
     "Turn",
     "TurnError",
     "ValidationError",
+    "Vote",
     "WopError",
     "attach",
     "compile",

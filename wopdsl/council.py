@@ -48,6 +48,7 @@ class Council:
         self._members: list[dict[str, Any]] = []
         self._models: dict[str, dict[str, Any]] = {}
         self._mcp: dict[str, dict[str, Any]] = {}
+        self._decisions: list[dict[str, Any]] = []
         self.handlers: dict[str, Handler] = {}
         """Python handlers bound to members, by member id."""
         self.tools: dict[str, Callable[..., Any]] = {}
@@ -79,15 +80,57 @@ class Council:
         return council
 
     def room(self, id: str, *, members: list[str], title: str | None = None,
-             turn_schema: dict[str, Any] | None = None) -> Council:
-        """Declare a room (returns the council, so calls can chain)."""
+             turn_schema: dict[str, Any] | None = None, rounds: int | None = None,
+             blind: bool = False, anonymous: bool = False,
+             max_wake: int | None = None) -> Council:
+        """Declare a room (returns the council, so calls can chain).
+
+        ``rounds``, ``blind``, ``anonymous`` and ``max_wake`` structure its debate
+        (DESIGN.md §22, docs/guides/deliberation.md).
+        """
         self._mutable()
         entry: dict[str, Any] = {"id": id, "members": list(members)}
         if title is not None:
             entry["title"] = title
         if turn_schema is not None:
             entry["turn_schema"] = turn_schema
+        if rounds is not None:
+            entry["rounds"] = rounds
+        if blind:
+            entry["blind"] = True
+        if anonymous:
+            entry["anonymous"] = True
+        if max_wake is not None:
+            entry["max_wake"] = max_wake
         self._rooms.append(entry)
+        return self
+
+    def decision(self, id: str, *, room: str, question: str,
+                 options: list[str] | None = None, scale: tuple[int, int] | None = None,
+                 voters: list[str] | None = None, rule: str | None = None,
+                 quorum: int | None = None) -> Council:
+        """Declare a decision (``[[decisions]]``) the room's voters settle by voting.
+
+        Args:
+            id: What votes name.
+            room: Where it is debated (its outcome is announced there).
+            question: The question put to the voters.
+            options: The choices; or ``scale=(lowest, highest)`` for a score.
+            scale: A score's range (the outcome is the median).
+            voters: Who votes (default: the room's members but the chair).
+            rule: ``majority`` (default), ``two_thirds``, ``unanimous`` or ``plurality``.
+            quorum: Votes needed before it may close (default: every voter).
+
+        Returns:
+            The council, so calls can chain.
+        """
+        self._mutable()
+        entry: dict[str, Any] = {"id": id, "room": room, "question": question}
+        for key, value in (("options", options), ("scale", scale), ("voters", voters),
+                           ("rule", rule), ("quorum", quorum)):
+            if value is not None:
+                entry[key] = list(value) if isinstance(value, tuple | list) else value
+        self._decisions.append(entry)
         return self
 
     def model(self, name: str, *, model: str, **options: Any) -> Council:
@@ -206,6 +249,8 @@ class Council:
                 data["models"] = self._models
             if self._mcp:
                 data["mcp"] = self._mcp
+            if self._decisions:
+                data["decisions"] = self._decisions
             declaration = declaration_from_data(
                 data, source=f"Council({self._settings.get('id')!r})")
             self._declaration = declaration

@@ -19,6 +19,7 @@ from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
 from wopdsl.projections.log import EventLog
+from wopdsl.projections.metrics import RunMetrics, decisions_of, metrics_of
 from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
@@ -117,6 +118,20 @@ class Run:
     def transcript(self) -> str:
         """The stable plain-text transcript (what snapshot tests lock)."""
         return render_transcript(self.state)
+
+    @property
+    def decisions(self) -> list[dict[str, Any]]:
+        """The council's decisions (DESIGN.md §22), as the operator sees them.
+
+        Each ``{id, room, question, open, voters, quorum, votes, tally, changed}``, plus
+        ``outcome`` and ``dissent`` (voters whose last vote lost, with their reasons) once
+        closed.
+        """
+        return decisions_of(self.state)
+
+    def metrics(self) -> RunMetrics:
+        """How the council deliberated: per member and per decision (``wop metrics``)."""
+        return metrics_of(self.store.read(self.run_id))
 
     @property
     def waiting_for(self) -> list[str]:
@@ -239,6 +254,51 @@ class Run:
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
                            operation=operation, outcome=outcome, resume=resume, answer=answer)
+        engine = await self._aengine()
+        was_waiting = await self.astatus() == "waiting-input"
+        message = await engine.post(entry)
+        await self._drive_on(was_waiting)
+        return message
+
+    async def vote(self, decision: str, choice: str | int | float, *, reason: str = "",
+                   as_: str | None = None, text: str = "") -> str | None:
+        """Vote as a human member on an open decision (DESIGN.md §22), then go on.
+
+        A voter may vote again while the decision is open (its last vote counts; the log
+        keeps every one). ``text`` also posts a message in the decision's room with the vote.
+
+        Args:
+            decision: The decision's id.
+            choice: One of its options, or a score on its scale.
+            reason: Why (shown with the tally, and with the dissent if the vote loses).
+            as_: The human voter (default: the decision's only human voter).
+            text: An optional message posted with the vote.
+
+        Returns:
+            The saved message id when ``text`` posted one, else ``None``.
+
+        Raises:
+            ValidationError: no such open decision, not a voter, or not an option;
+                nothing was appended.
+        """
+        state = await self.astate()
+        found = state.decisions.get(decision)
+        if found is None:
+            raise ValidationError(f"decision {decision!r} does not exist (decisions: "
+                                  f"{', '.join(state.decisions) or 'none'})",
+                                  hint="vote on one of the council's [[decisions]]")
+        if as_ is None:
+            humans = [v for v in found.voters if state.members[v].human]
+            if len(humans) != 1:
+                raise ValidationError(
+                    f"decision {decision!r} has {len(humans) or 'no'} human voters"
+                    + (f" ({', '.join(humans)}); say which" if humans else ""),
+                    hint="pass as_='<member>' (CLI: --as MEMBER)" if humans else
+                    "only a human voter votes from outside the run")
+            as_ = humans[0]
+        entry = HumanInput(member=as_, room=found.room, text=text,
+                           mentions=tuple(parse_mentions(text)),
+                           votes=({"decision": decision, "choice": choice, "reason": reason},))
         engine = await self._aengine()
         was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)
@@ -409,6 +469,16 @@ class Run:
             return message
 
         return run_sync(go(), "reply_sync()", "await run.reply(...)")
+
+    def vote_sync(self, decision: str, choice: str | int | float, **options: Any) -> str | None:
+        """Synchronous twin of :meth:`vote`: vote, then wait until the run stops again."""
+
+        async def go() -> str | None:
+            message = await self.vote(decision, choice, **options)
+            await self.wait()
+            return message
+
+        return run_sync(go(), "vote_sync()", "await run.vote(...)")
 
     def wait_sync(self) -> RunStatus:
         """Synchronous twin of :meth:`wait`."""

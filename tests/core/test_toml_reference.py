@@ -24,7 +24,8 @@ SECTIONS = {
     "## `[[rooms]]`": ["RoomSpec"],
     "## `[[members]]`": ["MemberSpec"],
     "### Tool policies": ["ToolPolicy"],
-    "### Script steps": ["ScriptStep", "ScriptPost"],
+    "### Script steps": ["ScriptStep", "ScriptPost", "ScriptVote"],
+    "## `[[decisions]]`": ["DecisionSpec"],
     "## `[models.NAME]`": ["ModelProfile"],
     "## `[mcp.NAME]`": ["McpServerSpec"],
 }
@@ -113,7 +114,7 @@ def test_every_key_of_the_schema_is_documented_with_its_default(schema: dict[str
 def test_every_table_of_the_file_has_its_section(schema: dict[str, Any]) -> None:
     headings = {"council": "## `[council]`", "rooms": "## `[[rooms]]`",
                 "members": "## `[[members]]`", "models": "## `[models.NAME]`",
-                "mcp": "## `[mcp.NAME]`"}
+                "mcp": "## `[mcp.NAME]`", "decisions": "## `[[decisions]]`"}
     assert set(schema["properties"]) == set(headings)
     for heading in headings.values():
         assert f"\n{heading}\n" in _page()

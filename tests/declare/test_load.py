@@ -128,7 +128,7 @@ def test_duplicate_key_points_at_the_repeated_key() -> None:
 def test_unknown_top_level_key() -> None:
     problem = only_problem('name = "x"\n\n[council]\nid = "c"\ntask = "t"\n')
     assert_at(problem, 1, 1, "name",
-              "unknown key 'name' (allowed: council, rooms, members, models, mcp)")
+              "unknown key 'name' (allowed: council, rooms, members, models, mcp, decisions)")
 
 
 def test_council_setting_above_the_council_table_is_moved_there() -> None:

@@ -128,3 +128,52 @@ def test_llm_members(run_notebook: RunNotebook, workdir: Path) -> None:
     view_html, _models = live_view(nb, "show")
     assert 'data-status="completed"' in view_html and "880 tokens" in view_html
     assert result(nb, "wait") == "'completed'"
+
+
+def test_deliberation(run_notebook: RunNotebook, workdir: Path) -> None:
+    nb = run_notebook(workdir / "examples" / "deliberation.ipynb", workdir / "examples")
+
+    # The launch board: rounds, the host's notes, each decision's tally and dissent, the answer.
+    html = result(nb, "arun", "text/html")
+    assert 'data-status="completed"' in html
+    assert "2 of 2 rounds held · blind · anonymous · the debate is over" in html
+    assert "— Round 1 of 2 begins: 3 members answer." in html
+    assert 'data-decision="ship" data-open="false"' in html
+    assert "ship (ship 2, hold 1; 3 of 3 voted)" in html
+    assert "dissent: cfo (hold): billing risk stands" in html
+    assert "Decision: ship (ship 2, hold 1); confidence 7/10. Dissent: billing risk stands." \
+        in html
+    markdown = result(nb, "arun", "text/markdown")
+    assert "**ship (ship 2, hold 1; 3 of 3 voted)**" in markdown
+    assert result(nb, "decisions") == "([('ship', 'ship'), ('confidence', 7)], {'ship': 2, " \
+        "'hold': 1})"
+    assert stdout(nb, "dissent") == ("ship: cfo voted hold: billing risk stands\n"
+                                     "confidence: cfo voted 4: billing\n")
+    assert result(nb, "answer").startswith("'Decision: ship (ship 2, hold 1)")
+    assert result(nb, "metrics") == ("({'cfo': (0, 1.0), 'cto': (0, 1.0), 'cmo': (2, 0.0)}, "
+                                     "'hold')")
+
+    # A seat for a person: the others' posts are hidden until the round ends, no tally yet.
+    waiting = result(nb, "waiting", "text/html")
+    assert 'data-status="waiting-input"' in waiting
+    assert "round 1 of 1 · blind · 2 of 3 answered" in waiting
+    assert waiting.count("answered round 1 — hidden until the round ends") == 2
+    assert "billing is not migrated" not in waiting and "every suite is green" not in waiting
+    assert "2 of 3 voted · the votes show when it closes" in waiting
+
+    # The live view's vote box cast the founder's vote; the run completed.
+    view_html, models = live_view(nb, "show")
+    decision = next(m for m in models if m["state"].get("description") == "vote on")
+    assert decision["state"]["_options_labels"] == []  # saved at the end: nothing open
+    assert any(m["model_name"] == "ButtonModel" and m["state"]["description"] == "Vote"
+               for m in models)
+    assert result(nb, "vote") == "True"
+    assert result(nb, "wait") == "'completed'"
+    assert 'data-status="completed"' in view_html
+    final = result(nb, "final", "text/html")
+    assert "Hold: billing is not migrated." in final  # revealed
+    assert "founder voted hold: billing first, then the launch" in final
+    assert "hold (ship 1, hold 2; 3 of 3 voted)" in final
+    assert "dissent: cto (ship): the candidate is green" in final
+    assert "Decision: hold {&#x27;ship&#x27;: 1, &#x27;hold&#x27;: 2}. Dissent: cto: the " \
+        "candidate is green." in final

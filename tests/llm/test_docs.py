@@ -45,4 +45,4 @@ def test_the_guide_shows_the_answer_fields() -> None:
     table = GUIDE.split("<!-- answer-fields -->\n", 1)[1].split("\n\n", 1)[0]
     rows = [line.split(" | ") for line in table.splitlines()[2:]]
     assert [(r[0].strip("| `"), r[1], r[2].rstrip(" |")) for r in rows] == [
-        (f["name"], f["kind"], f["description"]) for f in answer_fields(True)]
+        (f["name"], f["kind"], f["description"]) for f in answer_fields(True, votes=True)]

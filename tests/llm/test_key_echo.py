@@ -71,3 +71,45 @@ def test_an_echoed_key_is_never_stored_or_printed(echoing: ScriptedModelServer,
     data = b"".join(p.read_bytes() for p in (tmp_path / ".wop").iterdir() if p.is_file())
     for form in FORMS:
         assert form.encode() not in data
+
+
+def echoed_votes(request: CapturedRequest) -> Answer:
+    """The llm council's scripted answers, with the key in every vote's reason."""
+    from wopdsl.testing.answers import turn_of
+    from wopdsl.testing.deliberation_answers import llm_council_answer
+
+    content = dict(llm_council_answer(request, turn_of(request.body) or 1).content)
+    for vote in (content.get("votes") or {}).values():
+        vote["reason"] = f"{vote['reason']}, key {SENTINEL} {B64} {SENTINEL[::-1]}"
+    return Answer(content, chunks=4)
+
+
+@pytest.mark.slow
+def test_a_key_echoed_in_vote_reasons_is_never_stored_or_printed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Votes are a new place a model's text reaches the log: the turn result, the decision's
+    closing turn (tally, dissent), the chair's input and every view."""
+    (tmp_path / "councils").mkdir()
+    shutil.copy(REPO / "councils" / "llm-council.toml", tmp_path / "councils")
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    with ScriptedModelServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        server.default = echoed_votes
+        done = wop(tmp_path, "run", "councils/llm-council.toml", "--run-id", "votes-echo")
+        chair = next(r for r in server.requests if r.member == "chair")
+    assert done.returncode == 0, done.stderr
+    outputs = [done.stdout, done.stderr]
+    for args in (("events", "votes-echo"), ("transcript", "votes-echo"),
+                 ("metrics", "votes-echo", "--json")):
+        shown = wop(tmp_path, *args)
+        outputs += [shown.stdout, shown.stderr]
+    assert "key [REDACTED] [REDACTED] [REDACTED]" in outputs[2]  # the events: votes kept
+    assert "dissent: skeptic (tune): measure before a migration, key [REDACTED]" in \
+        outputs[4]
+    assert "key [REDACTED]" in chair.body["messages"][1]["content"]
+    for text in [*outputs, json.dumps(chair.body)]:
+        for form in FORMS:
+            assert form not in text
+    data = b"".join(p.read_bytes() for p in (tmp_path / ".wop").iterdir() if p.is_file())
+    for form in FORMS:
+        assert form.encode() not in data

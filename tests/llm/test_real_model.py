@@ -127,3 +127,47 @@ async def test_json_mode_without_streaming(proxy: ModelProxy, tmp_path: Path) ->
     assert "stream" not in first and first["response_format"] == {"type": "json_object"}
     check_invariants(run.events, proxy, served_model(llama_url()))
     assert not any(e["type"] == "output.chunk" for e in run.events)
+
+
+def test_the_llm_council_deliberates_to_its_end(proxy: ModelProxy, tmp_path: Path) -> None:
+    """``councils/llm-council.toml``: two blind, anonymous rounds with votes, then the chair.
+
+    The grammar holds the model to the votes the schema offers (one per open decision, an
+    option or a score, a reason), so the run completes: both decisions close, the chair's
+    summary is the answer, and the log passes ``wop check`` in v1 and v2.
+    """
+    (tmp_path / "councils").mkdir()
+    shutil.copy(REPO / "councils" / "llm-council.toml", tmp_path / "councils")
+    run_id = "llm-council-real-0001"
+    done = wop(tmp_path, "run", "councils/llm-council.toml", "--run-id", run_id, "--json")
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "completed", done.stdout + done.stderr
+    store = SqliteStore(tmp_path / ".wop" / "runs.db")
+    try:
+        events = store.read(run_id)
+    finally:
+        store.close()
+    check_invariants(events, proxy, served_model(llama_url()))
+    advisors = {"analyst", "engineer", "skeptic"}
+    for call in proxy.calls:  # the wire: votes offered to the advisors, the chair answers
+        schema = call.body["response_format"]["json_schema"]["schema"]
+        member = call.body["messages"][0]["content"].split("member id: ")[1].split("\n")[0]
+        if member in advisors:
+            assert set(schema["properties"]["votes"]["properties"]) == {
+                "first_step", "confidence"}
+        else:
+            assert member == "chair" and list(schema["properties"]) == ["summary"]
+    result = doc["result"]
+    closed = {d["id"]: d for d in result["decisions"]}
+    assert set(closed) == {"first_step", "confidence"}
+    for decision in closed.values():
+        assert decision["voted"] == 3 and decision["outcome"] is not None
+    closings = [p["turn"]["content"]["decision"]["id"]
+                for p in payloads(events, "conversation.exchanged")
+                if "decision" in p["turn"]["content"]]
+    assert sorted(closings) == ["confidence", "first_step"]
+    assert result["answer"]
+    assert payloads(events, "run.completed")[0]["outputs"]["answer"] == result["answer"]
+    for flag in ((), ("--v2",)):
+        checked = wop(tmp_path, "check", *flag, run_id)
+        assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -78,6 +78,22 @@ def test_release_team_finished(snap_compare: SnapCompare, db_path: Path) -> None
     assert snap_compare(app, run_before=until(finished))
 
 
+LAUNCH_BOARD = REPO / "councils" / "launch-board.toml"
+VOTE_BOARD = REPO / "tests" / "deliberation_councils" / "vote-board.toml"
+
+
+def test_launch_board_decided(snap_compare: SnapCompare, db_path: Path) -> None:
+    # Rounds as notes, the round bar, both decisions with tally and dissent, the answer.
+    app = CouncilApp(wopdsl.load(LAUNCH_BOARD), store=db_path, deterministic=True)
+    assert snap_compare(app, run_before=until(finished), terminal_size=(120, 36))
+
+
+def test_the_founder_votes_in_a_blind_round(snap_compare: SnapCompare, db_path: Path) -> None:
+    # The others' posts are hidden until the round ends; ctrl+b starts a /vote line.
+    app = CouncilApp(wopdsl.load(VOTE_BOARD), store=db_path, deterministic=True)
+    assert snap_compare(app, run_before=until(waiting, "ctrl+b", *"h"), terminal_size=(100, 30))
+
+
 def test_the_guide_shows_the_current_screen() -> None:
     # docs/guides/tui.md shows the "waiting for the founder" snapshot: keep them the same.
     here = Path(__file__).parent / "__snapshots__" / "test_snapshots"
@@ -85,3 +101,8 @@ def test_the_guide_shows_the_current_screen() -> None:
     assert shown.read_text() == (here / "test_waiting_for_the_founder.svg").read_text(), (
         "copy tests/tui/__snapshots__/test_snapshots/test_waiting_for_the_founder.svg to "
         "docs/guides/tui-advisory-board.svg")
+    shown = REPO / "docs" / "guides" / "tui-deliberation.svg"
+    assert shown.read_text() == (here / "test_the_founder_votes_in_a_blind_round.svg"
+                                 ).read_text(), (
+        "copy tests/tui/__snapshots__/test_snapshots/test_the_founder_votes_in_a_blind_round.svg "
+        "to docs/guides/tui-deliberation.svg")

@@ -1,4 +1,8 @@
-"""The composer: posts as the human member into the active room, with ``@`` completion."""
+"""The composer: posts as the human member into the active room, with ``@`` completion.
+
+It also takes ``/vote DECISION CHOICE because REASON`` (see :mod:`wopdsl_tui.votes`), with
+the decision and its choices completed by Tab.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.suggester import Suggester
 from textual.widgets import Input
+from wopdsl_tui.votes import complete_vote
 
 from wopdsl.model.mentions import PARTIAL_MENTION_RE
 
@@ -17,15 +22,22 @@ __all__ = ["Composer", "MentionSuggester"]
 
 
 class MentionSuggester(Suggester):
-    """Completes the ``@member`` word at the end of the input from the room's members."""
+    """Completes the ``@member`` word at the end of the input from the room's members.
+
+    In a ``/vote`` line it completes the command, the decision and the choice instead.
+    """
 
     def __init__(self) -> None:
         super().__init__(use_cache=False, case_sensitive=True)
         self.members: tuple[str, ...] = ()
         """Who may be mentioned: the active room's members (set by the app)."""
+        self.ballots: dict[str, tuple[str, ...]] = {}
+        """Decisions the person may vote on now → their choices (set by the app)."""
 
     def complete(self, value: str) -> str | None:
-        """Return ``value`` with its trailing ``@prefix`` completed, or ``None``."""
+        """Return ``value`` with its trailing ``@prefix`` (or ``/vote`` word) completed."""
+        if value.startswith("/"):
+            return complete_vote(value, self.ballots)
         match = PARTIAL_MENTION_RE.search(value)
         if match is None:
             return None
@@ -73,6 +85,10 @@ class Composer(Input):
     def set_members(self, members: Iterable[str]) -> None:
         """Complete mentions from these members (the active room's)."""
         self.mentions.members = tuple(members)
+
+    def set_ballots(self, ballots: dict[str, tuple[str, ...]]) -> None:
+        """Complete ``/vote`` lines from these open decisions and their choices."""
+        self.mentions.ballots = dict(ballots)
 
     async def action_submit(self) -> None:
         if self.value.strip():

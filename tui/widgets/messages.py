@@ -18,6 +18,7 @@ from wopdsl_tui.bridge import RoomMessage
 
 from wopdsl.model.mentions import MENTION_RE
 from wopdsl.projections import terminal_safe
+from wopdsl.projections.deliberation import hidden_text
 
 __all__ = ["MessageList", "wrap_ranges"]
 
@@ -73,6 +74,10 @@ def _fitting(text: str, start: int, stop: int, available: int) -> int:
 class MessageList(ScrollView, can_focus=True):
     """The messages of one room: sender, mentions highlighted, message ids on demand.
 
+    The host's system turns (a round begins, a decision closes, the chair is called) are
+    notes (``-- Round 1 of 2 begins…``); a blind round's posts by others show as "answered
+    — hidden until the round ends" until the round ends (:meth:`set_hidden`).
+
     Messages are wrapped to the widget's width into an index of visual lines; rendering
     builds strips for the visible lines only, so 10,000 messages scroll as smoothly as ten.
     """
@@ -81,6 +86,8 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--id",
         "message-list--mention",
         "message-list--empty",
+        "message-list--system",
+        "message-list--hidden",
     }
     DEFAULT_CSS = """
     MessageList {
@@ -92,6 +99,8 @@ class MessageList(ScrollView, can_focus=True):
         & > .message-list--id { color: $text-muted; }
         & > .message-list--mention { color: $warning; text-style: bold; }
         & > .message-list--empty { color: $text-muted; text-style: italic; }
+        & > .message-list--system { color: $text-muted; text-style: italic; }
+        & > .message-list--hidden { color: $text-muted; text-style: italic; }
     }
     """
 
@@ -113,6 +122,8 @@ class MessageList(ScrollView, can_focus=True):
         self._stick = True
         self._texts: LRUCache[int, Text] = LRUCache(256)
         self._strips: LRUCache[int, Strip] = LRUCache(1024)
+        self._hidden: set[str] = set()
+        self._round = 0
 
     @property
     def count(self) -> int:
@@ -135,11 +146,30 @@ class MessageList(ScrollView, can_focus=True):
         first = len(self._messages)
         self._messages.extend(messages)
         for message in messages:
-            self._plain.append(self._compose_plain(message, self.show_ids))
+            self._plain.append(self._compose_plain(message))
         if self._width:
             for index in range(first, len(self._messages)):
                 self._index_message(index)
             self._publish_size(stick)
+
+    @property
+    def hidden(self) -> frozenset[str]:
+        """Ids of the messages shown as hidden placeholders."""
+        return frozenset(self._hidden)
+
+    def set_hidden(self, ids: set[str], round_number: int) -> None:
+        """Show these messages (a blind round's posts by others) as placeholders.
+
+        A message no longer in ``ids`` (its round ended) shows its text again.
+        """
+        if ids == self._hidden:
+            return
+        changed = ids ^ self._hidden
+        self._hidden, self._round = set(ids), round_number
+        for index, message in enumerate(self._messages):
+            if message.id in changed:
+                self._plain[index] = self._compose_plain(message)
+        self._rebuild()
 
     def line_text(self, y: int) -> str:
         """Return the plain text of visual line ``y`` (for tests and copy)."""
@@ -149,10 +179,13 @@ class MessageList(ScrollView, can_focus=True):
 
     # -- layout ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _compose_plain(message: RoomMessage, show_ids: bool) -> str:
+    def _compose_plain(self, message: RoomMessage) -> str:
+        if message.system:
+            return terminal_safe(f"-- {message.text}").replace("\t", " ")
+        if message.id in self._hidden:
+            return terminal_safe(hidden_text(message.sender, self._round))
         head = message.sender
-        if show_ids:
+        if self.show_ids:
             head += f" {message.id}"
         if message.mentions:
             head += " " + " ".join(f"@{m}" for m in message.mentions)
@@ -190,8 +223,7 @@ class MessageList(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def watch_show_ids(self) -> None:
-        show_ids = self.show_ids
-        self._plain = [self._compose_plain(m, show_ids) for m in self._messages]
+        self._plain = [self._compose_plain(m) for m in self._messages]
         self._rebuild()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -238,6 +270,14 @@ class MessageList(ScrollView, can_focus=True):
             return cached
         message, plain = self._messages[index], self._plain[index]
         text = Text(plain, style=self.rich_style, no_wrap=True, end="")
+        if message.system or message.id in self._hidden:
+            kind = "system" if message.system else "hidden"
+            text.stylize(self.get_component_rich_style(f"message-list--{kind}"))
+            if not message.system:
+                text.stylize(Style(color=self._colors.get(message.sender), bold=True,
+                                   italic=False), 0, len(message.sender))
+            self._texts[index] = text
+            return text
         text.stylize(Style(color=self._colors.get(message.sender), bold=True),
                      0, len(message.sender))
         if self.show_ids:

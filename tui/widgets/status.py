@@ -75,16 +75,18 @@ class Notice(Static):
     }
     """
 
-    def show_target(self, member: str, room: str, *, turn: bool, sending: bool = False) -> None:
-        """Say who posts into which room (and whether their turn was requested)."""
+    def show_target(self, member: str, room: str, *, turn: bool, sending: bool = False,
+                    voting: bool = False) -> None:
+        """Say who posts into which room (whether their turn was requested, and may vote)."""
         self.set_classes("-turn" if turn else "")
         text = f"{member} → {room}"
+        keys = "Enter sends, Tab completes @mentions" + (" and /vote" if voting else "")
         if sending:
             text += " · sending…"
         elif turn:
-            text += " · your turn: Enter sends, Tab completes @mentions"
+            text += f" · your turn: {keys}"
         else:
-            text += " · Enter sends, Tab completes @mentions"
+            text += f" · {keys}"
         self.update(Text(text))
 
     def show_closed(self, reason: str) -> None:

@@ -87,8 +87,12 @@ class MemberAgent(ABC):
 
 
 def turn_context(turn: Turn) -> dict[str, Any]:
-    """Return the turn input as plain JSON data (what templates and byte limits see)."""
-    return {
+    """Return the turn input as plain JSON data (what templates and byte limits see).
+
+    ``decisions``, ``rounds`` and ``peers`` are there when the council deliberates
+    (DESIGN.md §22).
+    """
+    context = {
         "task": turn.task,
         "member": turn.member,
         "role": turn.role,
@@ -98,3 +102,10 @@ def turn_context(turn: Turn) -> dict[str, Any]:
         "messages": [m.to_wire() for m in turn.messages],
         "triggers": [m.to_wire() for m in turn.triggers],
     }
+    if turn.decisions:
+        context["decisions"] = turn.decisions
+    if turn.rounds:
+        context["rounds"] = turn.rounds
+    if turn.peers:
+        context["peers"] = turn.peers
+    return context

@@ -23,12 +23,19 @@ class _CompiledPost(NamedTuple):
     mentions: tuple[str, ...]
 
 
+class _CompiledVote(NamedTuple):
+    decision: str
+    choice: Renderer | int
+    reason: Renderer
+
+
 class _CompiledStep(NamedTuple):
     summary: Renderer
     data: Any
     posts: tuple[_CompiledPost, ...]
     names: tuple[str, ...]
     """The keys of the turn context the step's templates read (built per turn)."""
+    votes: tuple[_CompiledVote, ...] = ()
 
 
 _CONTEXT: Final[dict[str, Callable[[Turn], Any]]] = {
@@ -41,6 +48,8 @@ _CONTEXT: Final[dict[str, Callable[[Turn], Any]]] = {
     "result": lambda turn: turn.result,
     "messages": lambda turn: [m.to_wire() for m in turn.messages],
     "triggers": lambda turn: [m.to_wire() for m in turn.triggers],
+    "decisions": lambda turn: turn.decisions,
+    "rounds": lambda turn: turn.rounds,
 }
 
 
@@ -53,7 +62,18 @@ def _compile_step(step: ScriptStep, index: int) -> _CompiledStep:
         posts.append(_CompiledPost(post.room, text, tuple(post.mentions)))
         if names:
             used = used | names
-    return _CompiledStep(summary, step.data, tuple(posts), _context_keys(used))
+    votes = []
+    for number, vote in enumerate(step.votes):
+        choice: Renderer | int
+        if isinstance(vote.choice, str):
+            choice, names = _compile(vote.choice, f"[{index}].votes[{number}].choice")
+            used = used | names
+        else:
+            choice = vote.choice
+        reason, names = _compile(vote.reason, f"[{index}].votes[{number}].reason")
+        votes.append(_CompiledVote(vote.decision, choice, reason))
+        used = used | names
+    return _CompiledStep(summary, step.data, tuple(posts), _context_keys(used), tuple(votes))
 
 
 def _compile(text: str, where: str) -> tuple[Renderer, frozenset[str]]:
@@ -117,6 +137,12 @@ class ScriptAgent(MemberAgent):
                 text = p.text(context, max_chars=limit, timeout_s=timeout)
                 result.setdefault("posts", []).append(
                     {"roomId": p.room, "text": text, "mentions": list(p.mentions)})
+            for v in step.votes:
+                choice = v.choice if isinstance(v.choice, int) else \
+                    v.choice(context, max_chars=limit, timeout_s=timeout).strip()
+                result.setdefault("votes", []).append(
+                    {"decision": v.decision, "choice": choice,
+                     "reason": v.reason(context, max_chars=limit, timeout_s=timeout)})
         except TurnError:
             raise
         except Exception as exc:

@@ -62,8 +62,16 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
           f"max_turns_per_member={settings.max_turns_per_member} "
           f"tail_messages={settings.tail_messages}", file=out)
     print(f"  rooms ({len(graph.rooms)}):", file=out)
-    for room in graph.rooms.values():
-        print(f"    {room.id}: {', '.join(room.members)}", file=out)
+    for spec_room in spec.rooms:
+        how = [f"{spec_room.rounds} round{'s' if spec_room.rounds != 1 else ''}"
+               if spec_room.rounds else "", "blind" if spec_room.blind else "",
+               "anonymous" if spec_room.anonymous else "",
+               f"@all wakes at most {spec_room.max_wake}" if spec_room.max_wake else ""]
+        shown = ", ".join(h for h in how if h)
+        print(f"    {spec_room.id}: {', '.join(spec_room.members)}"
+              + (f" ({shown})" if shown else ""), file=out)
+    for line in decision_summary(spec):
+        print(line, file=out)
     print(f"  members ({len(graph.members)}):", file=out)
     for member in graph.members.values():
         extra = []
@@ -219,13 +227,39 @@ def usage_cells(usage: dict[str, Any] | None) -> tuple[str, str]:
     return f"{usage['totalTokens']:,}", cost
 
 
+def decision_summary(spec: Any) -> list[str]:
+    """``wop validate``'s lines for the chair and the decisions (DESIGN.md §22)."""
+    from wopdsl.model.debate import voters_of
+
+    lines = [f"  chair: {spec.council.chair} (takes the last turn)"] if spec.council.chair \
+        else []
+    if spec.decisions:
+        lines.append(f"  decisions ({len(spec.decisions)}):")
+    for decision in spec.decisions:
+        if decision.options is not None:
+            how = f"{', '.join(decision.options)} by {decision.rule.replace('_', ' ')}"
+        else:
+            how = f"a score {decision.scale[0]}..{decision.scale[1]} (median)"
+        voters = voters_of(spec, decision)
+        quorum = decision.quorum or len(voters)
+        lines.append(f"    {decision.id} in {decision.room}: {decision.question} — {how}; "
+                     f"voters {', '.join(voters)}; quorum {quorum}")
+    return lines
+
+
 def worst_case_lines(spec: Any, members: Any) -> list[str]:
     """``wop validate``'s worst case: turns (sum of caps) and, for llm members, tokens, cost."""
+    from wopdsl.model.debate import turn_bound
+
     members = list(members)
-    turns = sum(m.cap for m in members if not m.human)
+    bounds = {m.id: turn_bound(spec, m.id, m.cap) for m in members}
+    turns = sum(bounds[m.id] for m in members if not m.human)
     humans = [m.id for m in members if m.human]
     people = f", not counting the turns of human members ({', '.join(humans)})" if humans else ""
-    lines = [f"  worst case: {turns} member turns (sum of caps){people}"]
+    bounded = [f"{m.id} {bounds[m.id]}" for m in members
+               if bounds[m.id] < m.cap and not m.human]
+    how = f"caps; with rounds: {', '.join(bounded)}" if bounded else "sum of caps"
+    lines = [f"  worst case: {turns} member turns ({how}){people}"]
     llm = [m for m in members if m.spec.engine == "llm"]
     if not llm:
         return lines
@@ -238,7 +272,7 @@ def worst_case_lines(spec: Any, members: Any) -> list[str]:
         repairs = member.spec.repair_attempts if member.spec.repair_attempts is not None else 1
         toolset = getattr(member.agent, "toolset", None)  # one model call per round of tools
         rounds = toolset.max_calls if toolset is not None else 0
-        calls = member.cap * (1 + repairs + rounds)
+        calls = bounds[member.id] * (1 + repairs + rounds)
         tokens += calls * out
         price = profile.cost_usd(0, calls * out)
         if price is None:

@@ -213,7 +213,7 @@ def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
     """``wop reply RUN --room R [--as MEMBER] TEXT``: post as the human, then continue."""
     council = _rebind(ctx, args.run, args.council)
     store = ctx.store()
-    printer = LivePrinter(ctx.out, quiet=args.json, last_sequence=store.last_sequence(args.run))
+    printer = LivePrinter.resuming(ctx.out, store, args.run, quiet=args.json)
     ctx.run_id = args.run
 
     async def begin() -> tuple[Run, None]:

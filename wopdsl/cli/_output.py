@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from wopdsl import (
+    CouncilState,
     DeclarationError,
     RunFailed,
     RunNotFound,
@@ -22,7 +23,7 @@ from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.payloads import posted_turn, turn_sender
 
 if TYPE_CHECKING:
-    from wopdsl import CouncilState, EventStore
+    from wopdsl import EventStore
 
 EXIT_OK: Final = 0
 """Completed (or a command that succeeded)."""
@@ -117,21 +118,69 @@ class LivePrinter:
     """The last event fed."""
     printed: int = field(default=0)
     """How many message lines were printed."""
+    state: CouncilState = field(default_factory=CouncilState)
+    """The run as fed so far (rounds of blind rooms)."""
+    held: dict[str, list[str]] = field(default_factory=dict)
+    """Per blind room, the current round's posts: printed when the round ends."""
+
+    @classmethod
+    def resuming(cls, out: TextIO, store: EventStore, run_id: str, *,
+                 quiet: bool = False) -> LivePrinter:
+        """A printer for a run going on: what is logged already is known, not printed.
+
+        The posts of a blind round going on are held, to be printed when the round ends.
+        """
+        printer = cls(out, quiet=quiet)
+        for event in store.read(run_id):
+            printer.last_sequence = event["sequence"]
+            printer.state.apply(event)
+            turn = posted_turn(event)
+            if turn is not None:
+                printer._lines(event, turn)  # Holds (or releases) a blind round's posts.
+        return printer
 
     def feed(self, event: RunEventDoc) -> None:
         """Take one event (in sequence order); events already seen are skipped."""
         if event["sequence"] <= self.last_sequence:
             return
         self.last_sequence = event["sequence"]
+        if self.state.last_sequence == event["sequence"] - 1:
+            self.state.apply(event)
         if self.quiet:
             return
-        if posted_turn(event) is None:
+        turn = posted_turn(event)
+        if turn is None:
             line = tool_line(event)  # tools and approvals (DESIGN.md §20)
             if line is not None:
                 print(line, file=self.out, flush=True)
             return
-        print(message_line(event), file=self.out, flush=True)
+        for line in self._lines(event, turn):
+            print(line, file=self.out, flush=True)
         self.printed += 1
+
+    def _lines(self, event: RunEventDoc, turn: dict[str, Any]) -> list[str]:
+        """A message's lines; a blind round's posts are held until the round ends."""
+        room_id = str(turn.get("groupId") or "")
+        room = self.state.rooms.get(room_id)
+        raw = turn.get("content")
+        content: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        tag = f"[{terminal_safe(room_id)}]"
+        if turn.get("role") == "system":
+            lines = self.held.pop(room_id, []) if "round" in content or "rounds" in content \
+                else []
+            lines.append(f"{tag} -- {terminal_safe(str(content.get('text', '')))}")
+            block = content.get("decision")
+            if isinstance(block, dict):
+                from wopdsl.projections import decision_lines
+
+                lines += [terminal_safe(line) for line in decision_lines([block])[3:]]
+            return lines
+        if room is not None and room.blind and room.round and not room.settled:
+            self.held.setdefault(room_id, []).append(message_line(event))
+            answered = len(room.round_members) - len(room.pending)
+            return [f"{tag} {terminal_safe(turn_sender(turn))} answered round {room.round} "
+                    f"(hidden until the round ends: {answered} of {len(room.round_members)})"]
+        return [message_line(event)]
 
     def catch_up(self, store: EventStore, run_id: str) -> None:
         """Feed every stored event after :attr:`last_sequence`."""
@@ -236,6 +285,15 @@ def print_stop(run_id: str, state: CouncilState, out: TextIO, err: TextIO, *,
                 summary = "(no turn)"
             text = terminal_safe(f"  {member.id} ({member.role}): {summary.rstrip()}")
             print(text.replace("\n", "\n    "), file=out)
+    outputs = state.outputs or {}
+    if outputs.get("decisions"):
+        from wopdsl.projections import decision_lines
+
+        print("\n".join(terminal_safe(line) for line in
+                        decision_lines(outputs["decisions"])), file=out)
+    if outputs.get("answer") is not None:
+        print("\nanswer\n  " + terminal_safe(str(outputs["answer"])).replace("\n", "\n  "),
+              file=out)
     usage = state.usage.to_json()
     if usage is not None:
         print("\nmodel usage", file=out)
@@ -310,4 +368,11 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
     council_flag = f" --council {shlex.quote(council)}" if council else ""
     lines.append(f"reply with: wop{store_flag} reply {shlex.quote(run_id)} --room {room}"
                  f"{as_flag}{council_flag} \"your message (@member asks for a turn)\"")
+    for decision in state.decisions.values():
+        if decision.closed or names[0] not in decision.voters:
+            continue
+        choices = "|".join(decision.definition.get("options") or ("SCORE",))
+        lines.append(f"vote with:  wop{store_flag} vote {shlex.quote(run_id)} "
+                     f"{shlex.quote(decision.id)} {shlex.quote(choices)}{as_flag}"
+                     f"{council_flag} --reason \"why\"")
     return "\n".join(lines)

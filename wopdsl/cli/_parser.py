@@ -37,6 +37,7 @@ _commands = _Commands("wopdsl.cli._commands")
 _drive = _Commands("wopdsl.cli._drive")
 _inspect = _Commands("wopdsl.cli._inspect")
 _approve = _Commands("wopdsl.cli._approve")
+_deliberation = _Commands("wopdsl.cli._deliberation")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -176,6 +177,26 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--council", metavar="FILE",
                      help="council file or MODULE:ATTR that re-binds python handlers")
     _json_flag(cmd)
+
+    cmd = add("vote", _deliberation.cmd_vote,
+              "vote as a human member on a decision, then continue the run")
+    otel_flag(cmd)
+    cmd.add_argument("run", metavar="RUN")
+    cmd.add_argument("decision", metavar="DECISION", help="the decision's id")
+    cmd.add_argument("choice", metavar="CHOICE", help="one of its options, or a score")
+    cmd.add_argument("--reason", metavar="TEXT", help="why (shown with the tally and dissent)")
+    cmd.add_argument("--text", metavar="TEXT",
+                     help="also post this message in the decision's room (@member mentions)")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human voter (when there are several)")
+    cmd.add_argument("--council", metavar="FILE",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _json_flag(cmd)
+
+    cmd = add("metrics", _deliberation.cmd_metrics,
+              "how a run decided: per member and per decision (turns, votes, flips, dissent)")
+    cmd.add_argument("run", metavar="RUN")
+    _json_flag(cmd, "print {runId, members, decisions} as JSON")
 
     cmd = add("events", _commands.cmd_events, "the run's events as JSON Lines")
     cmd.add_argument("run", metavar="RUN")

@@ -91,6 +91,7 @@ def compile(
             turn_timeout_s=timeout / 1000 if timeout else None,
             max_input_bytes=member.max_input_bytes or settings.max_input_bytes,
             max_output_bytes=member.max_output_bytes or settings.max_output_bytes,
+            masked=any(r.blind or r.anonymous for r in spec.rooms if member.id in r.members),
             retries=settings.retries if member.retries is None else member.retries,
             retry_backoff_ms=settings.retry_backoff_ms if member.retry_backoff_ms is None
             else member.retry_backoff_ms,
@@ -193,9 +194,10 @@ def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[
     rooms = tuple(RoomView(room.id, room.title or room.id,
                            tuple(m for m in room.members if m != member.id))
                   for room in spec.rooms if member.id in room.members)
+    chair = spec.council.chair == member.id
     try:
         templates = PromptTemplates(member.id, rooms, system_prompt=member.system_prompt,
-                                    turn_prompt=member.turn_prompt)
+                                    turn_prompt=member.turn_prompt, chair=chair)
     except TemplateProblem as exc:
         key = "system_prompt" if member.system_prompt else "turn_prompt"
         problems.append(Problem(f"template syntax error: {exc} (template line {exc.line})",
@@ -208,4 +210,13 @@ def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[
         else profile.temperature,
         max_output_tokens=member.max_output_tokens or profile.max_output_tokens,
         repair_attempts=member.repair_attempts if member.repair_attempts is not None
-        else DEFAULT_REPAIR_ATTEMPTS, max_output_bytes=max_output_bytes, toolset=toolset)
+        else DEFAULT_REPAIR_ATTEMPTS, max_output_bytes=max_output_bytes, toolset=toolset,
+        votes=_votes_of(spec, member.id))
+
+
+def _votes_of(spec: CouncilSpec, member: str) -> int:
+    """How many decisions ``member`` votes on (default voters: the room's members but the chair)."""
+    rooms = {room.id: room.members for room in spec.rooms}
+    return sum(1 for d in spec.decisions
+               if member in (d.voters if d.voters is not None else
+                             [m for m in rooms.get(d.room, ()) if m != spec.council.chair]))

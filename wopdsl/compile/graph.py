@@ -57,6 +57,8 @@ class CompiledMember:
     """Turn-result size cap."""
     retries: int = 0
     """How many times a failed turn runs again."""
+    masked: bool = False
+    """Whether it is in a blind or anonymous room (its input is not a plain tail)."""
     retry_backoff_ms: int = 100
     """Base delay before a retry (doubling with each retry)."""
 
@@ -105,6 +107,20 @@ class CouncilGraph:
     def id(self) -> str:
         """The council id."""
         return self.spec.council.id
+
+    deliberates: bool = field(init=False, compare=False, repr=False, default=False)
+    """Whether the council has rounds, decisions or a chair (DESIGN.md §22)."""
+
+    awaits: bool = field(init=False, compare=False, repr=False, default=False)
+    """Whether some member's turns come from outside (``human``, ``external``)."""
+
+    def __post_init__(self) -> None:
+        spec = self.spec
+        object.__setattr__(self, "deliberates", bool(spec.decisions) or
+                           spec.council.chair is not None or
+                           any(room.rounds is not None for room in spec.rooms))
+        object.__setattr__(self, "awaits", any(m.engine in ("human", "external")
+                                               for m in spec.members))
 
     def participants(self, room_id: str) -> list[str]:
         """Return the room's RFC 0101 roster: its agent (non-human) members, in room order."""

@@ -20,7 +20,7 @@ _INVISIBLE = str.maketrans({code: f"\\u{code:04x}"
 
 
 def to_toml(spec: CouncilSpec) -> str:
-    r"""Render ``spec`` as a council file: council, rooms, members, models, MCP servers.
+    r"""Render ``spec`` as a council file: council, rooms, decisions, members, models, MCP.
 
     Keys are snake_case, defaults and ``None`` are left out, script steps are one inline
     table per line, a room's ``turn_schema`` becomes ``[rooms.turn_schema]`` sections, and
@@ -43,6 +43,7 @@ def to_toml(spec: CouncilSpec) -> str:
     data = spec.to_data()
     chunks = [_table("[council]", data["council"])]
     chunks += [_table("[[rooms]]", room) for room in data.get("rooms", [])]
+    chunks += [_table("[[decisions]]", decision) for decision in data.get("decisions", [])]
     chunks += [_table("[[members]]", member) for member in data.get("members", [])]
     chunks += [_table(f"[models.{_key(name)}]", profile)
                for name, profile in data.get("models", {}).items()]

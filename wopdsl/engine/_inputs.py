@@ -6,6 +6,7 @@ import json
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
+from wopdsl.engine._perspective import decision_views, peer_views, perspective, seen_result
 from wopdsl.engine._results import result_estimate
 from wopdsl.errors import TurnError
 from wopdsl.model.construct import new_turn
@@ -13,12 +14,30 @@ from wopdsl.model.turns import Message, Turn
 from wopdsl.state import CouncilState, Inflight
 
 
-def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) -> Turn:
-    """Return the turn input: tails of the member's rooms plus every trigger, in saved order."""
-    messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
-    triggers = [state.messages[t] for t in inflight.triggers]
+def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
+               *, deliberates: bool = False) -> Turn:
+    """Return the turn input: tails of the member's rooms plus every trigger, in saved order.
+
+    ``deliberates`` (the council has rounds, decisions or a chair): blind and anonymous
+    rooms are seen as DESIGN.md §22 says, and the input holds ``decisions``, ``rounds`` and
+    ``peers``.
+    """
     spec = member.spec
     mstate = state.members[spec.id]
+    result = mstate.result
+    terms: int | None
+    peers: dict[str, dict[str, list[str]]] = {}
+    if member.masked:  # A blind or anonymous room: seen as DESIGN.md §22 says.
+        messages, triggers = perspective(state, spec.id, member.rooms, inflight.triggers)
+        terms = None
+        peers = peer_views(state, spec.id, member.rooms)
+        if peers:
+            result = seen_result(state, spec.id, result)
+    else:
+        messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
+        triggers = [state.messages[t] for t in inflight.triggers]
+    decisions = decision_views(state, spec.id) if deliberates and state.decisions else []
+    rounds = state.round_views(spec.id) if deliberates else {}
     brief = spec.brief
     if "{" in brief:
         context = {
@@ -26,10 +45,16 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
             "member": spec.id,
             "role": spec.role,
             "turn": inflight.turn,
-            "result": mstate.result,
+            "result": result,
             "messages": [m.to_wire() for m in messages],
             "triggers": [m.to_wire() for m in triggers],
         }
+        if decisions:
+            context["decisions"] = decisions
+        if rounds:
+            context["rounds"] = rounds
+        if peers:
+            context["peers"] = peers
         try:
             brief = member.brief(context, max_chars=member.max_input_bytes,
                                  timeout_s=member.turn_timeout_s)
@@ -41,8 +66,8 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight) 
                 f"the brief of {spec.id} failed to render ({type(exc).__name__}: {exc}); "
                 "fix the brief template",
             ) from None
-    turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, mstate.result,
-                    messages, triggers)
+    turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, result,
+                    messages, triggers, decisions, rounds, peers)
     _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
     return turn
 

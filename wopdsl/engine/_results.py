@@ -9,6 +9,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
 from wopdsl.errors import TurnError
+from wopdsl.model.aliases import resolve_alias
+from wopdsl.model.deliberation import MAX_REASON_CHARS, choice_problem
 from wopdsl.model.turns import Reply
 from wopdsl.protocol.bounds import field_path, json_problem
 from wopdsl.state import CouncilState
@@ -33,6 +35,9 @@ def check_result(
             raise TurnError("RESULT_INVALID", f"{member.id} returned {field}: {bad[1]}",
                             {"field": field})
     posts = result.get("posts", [])
+    if state.aliases and posts:
+        posts = [_unaliased(graph, state, member.id, post) for post in posts]
+        result = {**result, "posts": posts}
     for post in posts:
         if len(post["mentions"]) > 1 and len(set(post["mentions"])) != len(post["mentions"]):
             # Each member once, as in a person's post (the message reaches it once anyway).
@@ -45,8 +50,64 @@ def check_result(
         if problem:
             raise TurnError("RESULT_INVALID", f"{member.id}: posts[{index}]: {problem}",
                             {"post": index})
+    if "votes" in result:
+        result = {**result, "votes": checked_votes(state, member.id, result["votes"])}
     _check_output_size(result, member.max_output_bytes, member.id)
     return result
+
+
+def _unaliased(graph: CouncilGraph, state: CouncilState, sender: str,
+               post: dict[str, Any]) -> dict[str, Any]:
+    """A post to an anonymous room with its mentions of aliases mapped back to members."""
+    room = graph.rooms.get(post["roomId"])
+    if room is None or not state.rooms[room.id].anonymous:
+        return post
+    mentions = [m if m in room.member_set or m == "all" else
+                (resolve_alias(m, state.aliases, sender) or m) for m in post["mentions"]]
+    return {**post, "mentions": mentions}
+
+
+def checked_votes(state: CouncilState, member: str, votes: Any) -> list[dict[str, Any]]:
+    """The votes of a result, each on an open decision the member votes on, normalised.
+
+    Raises:
+        TurnError: ``RESULT_INVALID`` naming the vote and what is wrong with it.
+    """
+    if not isinstance(votes, list):
+        raise TurnError("RESULT_INVALID", f"{member}: votes must be a list of "
+                        "{decision, choice, reason}", {"field": "votes"})
+    checked: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, vote in enumerate(votes):
+        where = f"votes[{index}]"
+        if not isinstance(vote, dict) or not isinstance(vote.get("decision"), str):
+            raise TurnError("RESULT_INVALID", f"{member}: {where} must be {{decision, choice, "
+                            "reason}", {"field": where})
+        name = vote["decision"]
+        decision = state.decisions.get(name)
+        problem = None
+        if decision is None:
+            problem = (f"decision '{name}' does not exist (decisions: "
+                       f"{', '.join(state.decisions) or 'none'})")
+        elif decision.closed:
+            problem = f"decision '{name}' is closed (outcome: {decision.outcome})"
+        elif member not in decision.voters:
+            problem = (f"{member} is not a voter of decision '{name}' "
+                       f"(voters: {', '.join(decision.voters)})")
+        elif name in seen:
+            problem = f"decision '{name}' is voted on twice in one turn"
+        reason = vote.get("reason", "")
+        if problem is None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+            problem = f"the reason must be text of at most {MAX_REASON_CHARS} characters"
+        choice = None
+        if problem is None and decision is not None:
+            problem, choice = choice_problem(decision.definition, vote.get("choice"))
+        if problem is not None:
+            raise TurnError("RESULT_INVALID", f"{member}: {where}: {problem}",
+                            {"field": where})
+        seen.add(name)
+        checked.append({"decision": name, "choice": choice, "reason": reason})
+    return checked
 
 
 def post_problem(
@@ -66,7 +127,7 @@ def post_problem(
     if sender not in room.member_set:
         return f"{sender} is not a member of room '{room_id}' ({', '.join(room.members)})"
     for target in mentions:
-        if target not in room.member_set:
+        if target not in room.member_set and target != "all":
             return (f"mention '@{target}' is not a member of room '{room_id}' "
                     f"({', '.join(room.members)})")
     if not _is_unicode(text):
@@ -96,11 +157,12 @@ def _normalise(raw: object, member_id: str) -> dict[str, Any]:
         raise TurnError(
             "RESULT_INVALID",
             f"{member_id} returned an invalid result ({details}); expected "
-            "{summary: str, data?: JSON, posts?: [{roomId, text, mentions}]}",
+            "{summary: str, data?: JSON, posts?: [{roomId, text, mentions}], "
+            "votes?: [{decision, choice, reason}]}",
         ) from None
 
 
-_RESULT_KEYS = frozenset({"summary", "data", "posts"})
+_RESULT_KEYS = frozenset({"summary", "data", "posts", "votes"})
 _POST_KEYS = frozenset({"roomId", "text", "mentions"})
 
 
@@ -110,7 +172,7 @@ def _looks_canonical(raw: dict[Any, Any]) -> bool:
     if not isinstance(raw.get("summary"), str) or not raw.keys() <= _RESULT_KEYS:
         return False
     posts = raw.get("posts", [])
-    if not isinstance(posts, list):
+    if not isinstance(posts, list) or not isinstance(raw.get("votes", []), list):
         return False
     for p in posts:
         if not (isinstance(p, dict) and p.keys() == _POST_KEYS and isinstance(p["roomId"], str)

@@ -59,7 +59,7 @@ async def take_turn(graph: CouncilGraph, state: CouncilState, member: CompiledMe
     started = time.monotonic()
     agent = member.agent
     try:
-        turn = build_turn(state, member, inflight)
+        turn = build_turn(state, member, inflight, deliberates=graph.deliberates)
         assert agent is not None
         take = call or agent.take_turn
         if alone and timeout is None and isinstance(agent, PythonAgent) and agent.runs_inline:

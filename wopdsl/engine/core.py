@@ -13,6 +13,7 @@ from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
 from wopdsl.agents.stopping import stop_turns
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._approvals import Approvals
+from wopdsl.engine._deliberation import Deliberation
 from wopdsl.engine._outage import Outage
 from wopdsl.engine._recorder import LiveRecords
 from wopdsl.engine._settling import Settling
@@ -26,6 +27,7 @@ from wopdsl.errors import (
     StoreUnavailable,
     TurnError,
 )
+from wopdsl.model.aliases import assign_aliases
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 from wopdsl.state import Inflight, RunStatus
@@ -40,7 +42,7 @@ _YIELD_EVERY: Final = 0.001
 """Seconds of inline turns after which the drive lets the event loop run other tasks."""
 
 
-class Engine(HumanDoor, Approvals, Settling, LiveRecords):
+class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -109,6 +111,9 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                                     hint="choose another --run-id, or resume that run")
             spec = self.graph.spec
             extra = {**self._start_metadata(), **self.metadata}
+            anonymous = [m for room in spec.rooms if room.anonymous for m in room.members]
+            if anonymous:  # Fixed for the run (a fork keeps them): DESIGN.md §22.
+                extra.setdefault("aliases", assign_aliases(self.run_id, anonymous))
             if self.graph.source:
                 extra.setdefault("source", self.graph.source)
             definition = self.graph.definition or spec.definition()
@@ -375,6 +380,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords):
                     position=inflight.position, triggers=inflight.triggers,
                     batch=state.batch), node_id=inflight.member)
             return batch
+        self._deliberate()
         for member_id in state.queue:
             member = state.members[member_id]
             if member.turns >= member.cap:

@@ -10,6 +10,8 @@ batches, holding its lock.
 
 from __future__ import annotations
 
+from typing import Any
+
 from wopdsl._ids import message_id
 from wopdsl.engine._writer import EventWriter
 from wopdsl.engine.intake import Accepted, HumanInput, accept
@@ -46,17 +48,22 @@ class HumanDoor(EventWriter):
         position = self.state.next_position
         triggers = list(self.state.queue.get(turn.member, []))
         mid = message_id(turn.member, position, 0)
-        result = {"summary": turn.text,
-                  "posts": [{"roomId": turn.room, "text": turn.text, "mentions": turn.mentions}]}
+        result: dict[str, Any] = {"summary": turn.text or _voted(turn.votes)}
+        if turn.text:
+            result["posts"] = [{"roomId": turn.room, "text": turn.text,
+                                "mentions": turn.mentions}]
+        if turn.votes:
+            result["votes"] = turn.votes
         self._emit("node.started", p.member_started(
             turn.member, attempt=0, turn=member.turns + 1, position=position,
             triggers=triggers), node_id=turn.member)
         self._emit("node.completed", {"nodeId": turn.member, "outputs": result},
                    node_id=turn.member)
-        self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
-                       human=turn.role == "user", ts=turn.ts)
+        if turn.text:
+            self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
+                           human=turn.role == "user", ts=turn.ts)
         self._request_waits()
-        return mid
+        return mid if turn.text else None
 
     def _resolve_wait(self, turn: Accepted) -> None:
         """``interrupt.resolved`` for the member's open exchange interrupt, if any."""
@@ -74,7 +81,7 @@ class HumanDoor(EventWriter):
         asked in the room of its latest trigger (its first open room for an initial turn).
         """
         state = self.state
-        if state.terminal:
+        if state.terminal or not self.graph.awaits:
             return
         for member_id, triggers in state.queue.items():
             member = state.members[member_id]
@@ -120,3 +127,7 @@ class HumanDoor(EventWriter):
                     node in self.graph.members and self.graph.members[node].awaited):
                 return False
         return True
+
+
+def _voted(votes: list[dict[str, Any]]) -> str:
+    return "; ".join(f"voted {v['choice']} on {v['decision']}" for v in votes)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from wopdsl.compile.graph import CouncilGraph
-from wopdsl.engine._results import post_problem
-from wopdsl.errors import SpeakerNotParticipant, ValidationError
+from wopdsl.engine._results import checked_votes, post_problem
+from wopdsl.errors import SpeakerNotParticipant, TurnError, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.protocol.bounds import json_problem
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
@@ -34,7 +34,7 @@ __all__ = ["MAX_DEPTH", "Accepted", "HumanInput", "KeepAnswer", "accept", "json_
 _TURN_KEYS: Final = frozenset({"messageId", "from", "to", "groupId", "content", "ts", "role",
                                "turnIndex", "speakerId", "agent"})
 _RESUME_KEYS: Final = frozenset({"operation", "turn", "outcome"})
-_CONTENT_KEYS: Final = frozenset({"text", "mentions"})
+_CONTENT_KEYS: Final = frozenset({"text", "mentions", "votes"})
 _HINT: Final = ("post as a human or external member, in one of its rooms, mentioning members "
                 "of that room; resume payloads are {operation: 'exchange'|'close', turn, "
                 "outcome?} or bare turn fields (docs/openwop.md)")
@@ -68,6 +68,8 @@ class HumanInput:
     """For ``close``: the conversation's outcome."""
     resume: Any = None
     """An RFC 0005 §E resume payload (overrides the fields above), as submitted."""
+    votes: tuple[dict[str, Any], ...] = ()
+    """Votes ``{decision, choice, reason}`` cast with the turn (a vote alone needs no text)."""
     answer: KeepAnswer | None = field(default=None, compare=False)
     """Builds the answer the store keeps in the turn's own transaction (see ``KeepAnswer``)."""
 
@@ -91,6 +93,8 @@ class Accepted:
     """The submitter's timestamp (ms epoch), kept when given."""
     resume_value: dict[str, Any]
     """The normalised resume value (``interrupt.resolved.resumeValue``)."""
+    votes: list[dict[str, Any]] = field(default_factory=list)
+    """The votes cast with the turn, checked and normalised (DESIGN.md §22)."""
 
 
 def _refuse(message: str, hint: str = _HINT) -> ValidationError:
@@ -174,6 +178,7 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         raise _refuse("the run has not started")
     operation, text, outcome = entry.operation, entry.text, entry.outcome
     mentions: list[str] = list(entry.mentions)
+    votes: Any = list(entry.votes)
     turn: dict[str, Any] | None = None
     member, room_id = entry.member, entry.room
     if entry.resume is not None:
@@ -181,7 +186,8 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
     elif operation not in ("exchange", "close"):
         raise _refuse(f"unknown operation '{operation}' (use 'exchange' or 'close')")
     elif operation == "exchange":
-        turn = {"content": {"text": text, "mentions": mentions}}
+        turn = {"content": {"text": text, "mentions": mentions, **(
+            {"votes": votes} if votes else {})}}
     if outcome is not None:
         _check_json(outcome, "the outcome")
     role = None
@@ -207,7 +213,7 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         if "turnIndex" in turn and not (isinstance(turn["turnIndex"], int)
                                         and turn["turnIndex"] >= 0):
             raise _refuse("turn turnIndex must be an integer >= 0 (the host assigns it)")
-        text, mentions = _content(turn.get("content"))
+        text, mentions, votes = _content(turn.get("content"))
     if member is None:
         raise _refuse("say who is posting", hint="pass as_='<member>' (CLI: --as MEMBER)")
     compiled = graph.members.get(member)
@@ -242,21 +248,35 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         raise _refuse(f"the conversation of room '{room_id}' is closed; no turn may follow "
                       "conversation.closed")
     mention_list = mentions
+    if votes:
+        if operation != "exchange":
+            raise _refuse("votes go with an exchange, not a close")
+        try:
+            votes = checked_votes(state, member, votes)
+        except TurnError as exc:
+            refused = _refuse(exc.message.removeprefix(f"{member}: "),
+                              hint="vote on an open decision you are a voter of, for one of "
+                              "its options (wop vote RUN DECISION CHOICE)")
+            refused.details["field"] = f"content.{exc.details.get('field', 'votes')}"
+            raise refused from None
     if turn is not None:
         _check_size(text, mention_list, compiled.max_input_bytes, member)
         if operation == "exchange" and state.members[member].turns >= compiled.cap:
             raise _refuse(f"{member} has used all {compiled.cap} of its turns (max_turns)")
-        problem = post_problem(graph, state, member, room_id, text, mention_list)
+        problem = post_problem(graph, state, member, room_id, text, mention_list) \
+            if text or not votes else None
         if problem:
             raise _refuse(problem)
     value: dict[str, Any] = {"operation": operation}
     if turn is not None:
-        value["turn"] = {"role": expected, "speakerId": agent_ref(member),
-                         "content": {"text": text, "mentions": mention_list}}
+        content: dict[str, Any] = {"text": text, "mentions": mention_list}
+        if votes:
+            content["votes"] = votes
+        value["turn"] = {"role": expected, "speakerId": agent_ref(member), "content": content}
     if operation == "close":
         value["outcome"] = outcome
     return Accepted(member, room_id, operation, expected, text, mention_list, outcome,
-                    turn is not None, ts, value)
+                    turn is not None, ts, value, votes)
 
 
 def _guess(word: str, choices: list[str]) -> str:
@@ -280,19 +300,26 @@ def _timestamp(ts: Any) -> int | None:
     return ts
 
 
-def _content(content: Any) -> tuple[str, list[str]]:
+def _content(content: Any) -> tuple[str, list[str], list[Any]]:
     if isinstance(content, str):
         # Plain text, as typed: its @member words are the mentions (like `wop reply TEXT`).
-        return _text(content), parse_mentions(content)
+        return _text(content), parse_mentions(content), []
     if not isinstance(content, dict):
-        raise _refuse(f"turn content must be {{text, mentions?}} or a string (got "
+        raise _refuse(f"turn content must be {{text, mentions?, votes?}} or a string (got "
                       f"{_kind(content)})")
     _only(content, _CONTENT_KEYS, "content")
     mentions = content.get("mentions", [])
     if not isinstance(mentions, list) or not all(isinstance(m, str) for m in mentions):
         raise _refuse("content.mentions must be a list of member ids (strings)",
                       hint='e.g. "mentions": ["reviewer"]')
-    return _text(content.get("text")), list(dict.fromkeys(mentions))
+    votes = content.get("votes", [])
+    if not isinstance(votes, list):
+        raise _refuse("content.votes must be a list of {decision, choice, reason}",
+                      hint='e.g. "votes": [{"decision": "ship", "choice": "hold", '
+                      '"reason": "…"}]')
+    if votes and not content.get("text"):
+        return "", list(dict.fromkeys(mentions)), votes  # A vote alone: no post.
+    return _text(content.get("text")), list(dict.fromkeys(mentions)), votes
 
 
 def _text(text: Any) -> str:

@@ -15,6 +15,7 @@ Example:
 
 from wopdsl.jupyter.live import INSTALL_HINT, LiveView, show
 from wopdsl.jupyter.reply import ReplyBox
+from wopdsl.jupyter.vote import VoteBox
 from wopdsl.projections.notebook import run_html, run_markdown
 
-__all__ = ["INSTALL_HINT", "LiveView", "ReplyBox", "run_html", "run_markdown", "show"]
+__all__ = ["INSTALL_HINT", "LiveView", "ReplyBox", "VoteBox", "run_html", "run_markdown", "show"]

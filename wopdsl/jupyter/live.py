@@ -5,7 +5,8 @@
 updating while the run executes in the background (``run = council.start()``) or in another
 process sharing the store (``wopdsl.attach``). When the council has a human member the view
 holds a reply box (ipywidgets) that posts with ``run.reply``; a refused post shows its reason
-and keeps the typed text.
+and keeps the typed text. A human voter gets a vote box (``run.vote``) while a decision is
+open for it.
 
 Without ipywidgets the view falls back to an HTML display handle updated in place (no reply
 box) and says how to install the ``jupyter`` extra.
@@ -19,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl.jupyter.approve import ApprovalBox, asks_for_approvals
 from wopdsl.jupyter.reply import ReplyBox
+from wopdsl.jupyter.vote import VoteBox
 from wopdsl.projections import format_line
+from wopdsl.projections.deliberation import dissent_line, hidden_text, vote_line
 from wopdsl.projections.notebook import RunView, run_view, view_html
 
 if TYPE_CHECKING:
@@ -68,6 +71,8 @@ class LiveView:
         """The reply box, when the view offers one."""
         self.approval_box: ApprovalBox | None = None
         """Approve or reject waiting tool calls, when the council has tools to approve."""
+        self.vote_box: VoteBox | None = None
+        """Vote on an open decision, when a human member votes on one (DESIGN.md §22)."""
         self.widget: Any = None
         """The ipywidgets container (``None`` in the fallback)."""
         self.failure: BaseException | None = None
@@ -106,6 +111,10 @@ class LiveView:
                 rooms = {m: list(state.members[m].rooms) for m in self._humans}
                 self.reply_box = ReplyBox(self.run, self._humans, rooms, widgets=self._widgets)
                 self.widget.children = (*self.widget.children, self.reply_box.widget)
+        if self.vote_box is None and self.widget is not None and self._reply is not False and \
+                any(set(d.voters) & set(self._humans) for d in view.decisions):
+            self.vote_box = VoteBox(self.run, widgets=self._widgets)
+            self.widget.children = (*self.widget.children, self.vote_box.widget)
         if self.approval_box is None and self.widget is not None and \
                 asks_for_approvals(self.run.state.council):
             self.approval_box = ApprovalBox(self.run, widgets=self._widgets)
@@ -129,6 +138,8 @@ class LiveView:
             self.reply_box.set_open(view.status not in _STOPPED, waiting=view.waiting_for)
         if self.approval_box is not None:
             self.approval_box.update(view.status not in _STOPPED)
+        if self.vote_box is not None:
+            self.vote_box.update(view.decisions, view.status not in _STOPPED)
         if self._html_widget is not None:
             self._html_widget.value = body
             if force:  # Re-rendering the widget's outputs on every update would lose focus.
@@ -263,11 +274,21 @@ def plain_text(view: RunView) -> str:
                      f"{view.error.get('message', 'run failed')}")
     if view.status == "waiting-input" and view.waiting_for:
         lines.append(f"waiting for input from {', '.join(view.waiting_for)}")
+    for d in view.decisions:
+        lines += [f"decision {d.id}: {d.headline()}"] + [
+            f"  {vote_line(v)}" for v in d.mine] + [f"  {dissent_line(x)}" for x in d.dissent]
+    if view.chair is not None:
+        lines.append(f"{'answer' if view.chair.done else 'chair'} ({view.chair.member}): "
+                     f"{view.chair.label()}")
     for room in view.rooms:
-        lines += ["", f"room {room.id} ({', '.join(room.members)}) · {room.state}"]
+        lines += ["", f"room {room.id} ({', '.join(room.members)}) · {room.state}"
+                      + (f" · {room.round.label()}" if room.round else "")]
         if room.hidden:
             lines.append(f"  … {room.hidden} earlier message{'' if room.hidden == 1 else 's'}")
-        lines += ["  " + format_line(m.sender, m.id, m.mentions, m.text, indent="    ")
+        number = room.round.number if room.round else 0
+        lines += ["  " + (f"-- {m.text}" if m.system else
+                          hidden_text(m.sender, number) if m.id in room.concealed else
+                          format_line(m.sender, m.id, m.mentions, m.text, indent="    "))
                   for m in room.messages]
     return "\n".join(lines)
 

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import html
 from typing import TYPE_CHECKING, Any
 
-from wopdsl.errors import WopError
+from wopdsl.jupyter.boxes import attempt, error_html
 
 if TYPE_CHECKING:
     from wopdsl.run import Run
 
 __all__ = ["ReplyBox"]
-
-_ERROR_STYLE = "color:#b91c1c;white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)"
-
 
 class ReplyBox:
     """A text field, a room (and member) picker, a Send button and an error line.
@@ -118,17 +114,12 @@ class ReplyBox:
             return None
         self.button.disabled = True
         try:
-            message_id = await self.run.reply(text, room=self.room.value,
-                                              as_=self.member.value)
-        except WopError as exc:
-            self._show_error(exc.render())
-            return None
-        except Exception as exc:
-            # A click has no caller to raise to: the error line is the only place to say it.
-            self._show_error(f"{type(exc).__name__}: {exc}")
-            return None
+            done, message_id = await attempt(lambda: self.run.reply(
+                text, room=self.room.value, as_=self.member.value), self._show_error)
         finally:
             self.button.disabled = False
+        if not done:
+            return None
         self.text.value = ""
         self.error.value = ""
         if message_id is not None:
@@ -136,5 +127,4 @@ class ReplyBox:
         return message_id
 
     def _show_error(self, text: str) -> None:
-        self.error.value = (f'<div class="wop-reply-error" style="{_ERROR_STYLE}">'
-                            f"{html.escape(text)}</div>")
+        self.error.value = error_html("reply", text)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Final
 from wopdsl._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from wopdsl.model.deliberation import DecisionSpec
     from wopdsl.model.llm import ModelProfile
     from wopdsl.model.spec import (
         CouncilSettings,
@@ -21,11 +22,12 @@ if TYPE_CHECKING:
         ScriptPost,
         ScriptStep,
     )
-    from wopdsl.model.turns import Message, Post, Reply, Turn
+    from wopdsl.model.turns import Message, Post, Reply, Turn, Vote
 
 __all__ = [
     "CouncilSettings",
     "CouncilSpec",
+    "DecisionSpec",
     "EngineKind",
     "MemberSpec",
     "Message",
@@ -36,13 +38,15 @@ __all__ = [
     "ScriptPost",
     "ScriptStep",
     "Turn",
+    "Vote",
 ]
 
 _LAZY: Final[dict[str, str]] = {
     "ModelProfile": "wopdsl.model.llm",
+    "DecisionSpec": "wopdsl.model.deliberation",
     **dict.fromkeys(("CouncilSettings", "CouncilSpec", "EngineKind", "MemberSpec", "RoomSpec",
                      "ScriptPost", "ScriptStep"), "wopdsl.model.spec"),
-    **dict.fromkeys(("Message", "Post", "Reply", "Turn"), "wopdsl.model.turns"),
+    **dict.fromkeys(("Message", "Post", "Reply", "Turn", "Vote"), "wopdsl.model.turns"),
 }
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from wopdsl._ids import MAX_SAFE_INT
 from wopdsl.errors import Problem
+from wopdsl.model._deliberation_checks import check_deliberation
 from wopdsl.model._llm_checks import check_budget, check_llm_member
 from wopdsl.model._tool_checks import check_tools
 from wopdsl.model.spec import CouncilSpec, MemberSpec, RoomSpec
@@ -51,6 +52,7 @@ def check_spec(spec: CouncilSpec) -> list[Problem]:
         problems += check_llm_member(spec, member, where)
         problems += check_tools(spec, member, where)
         problems += _check_script(member, where, rooms, members)
+    problems += check_deliberation(spec)
     return problems
 
 
@@ -232,7 +234,7 @@ def _check_script(
                     )
                 )
             for mention_index, target in enumerate(post.mentions):
-                if target in room.members:
+                if target in room.members or target == "all":
                     continue
                 declared = target in members
                 problems.append(

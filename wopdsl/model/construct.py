@@ -24,7 +24,8 @@ _set: Final = object.__setattr__
 
 MessageMaker = Callable[[str, str, str, str, list[str], int], "Message"]
 TurnMaker = Callable[[str, str, str, str, int, "dict[str, Any] | None", "list[Message]",
-                      "list[Message]"], "Turn"]
+                      "list[Message]", "list[dict[str, Any]]", "dict[str, dict[str, Any]]",
+                      "dict[str, dict[str, list[str]]]"], "Turn"]
 
 
 def _slot_setter(name: str) -> Callable[[Any, Any], None]:
@@ -65,11 +66,14 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
 
     def direct_turn(task: str, member: str, role: str, brief: str, turn: int,
                     result: dict[str, Any] | None, messages: list[Message],
-                    triggers: list[Message]) -> Turn:
+                    triggers: list[Message], decisions: list[dict[str, Any]],
+                    rounds: dict[str, dict[str, Any]],
+                    peers: dict[str, dict[str, list[str]]]) -> Turn:
         model = Turn.__new__(Turn)
         _set(model, "__dict__", {"task": task, "member": member, "role": role, "brief": brief,
                                  "turn": turn, "result": result, "messages": messages,
-                                 "triggers": triggers})
+                                 "triggers": triggers, "decisions": decisions,
+                                 "rounds": rounds, "peers": peers})
         set_fields(model, set(turn_fields))
         set_extra(model, None)
         set_private(model, None)
@@ -77,10 +81,13 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
 
     def constructed_turn(task: str, member: str, role: str, brief: str, turn: int,
                          result: dict[str, Any] | None, messages: list[Message],
-                         triggers: list[Message]) -> Turn:
+                         triggers: list[Message], decisions: list[dict[str, Any]],
+                         rounds: dict[str, dict[str, Any]],
+                         peers: dict[str, dict[str, list[str]]]) -> Turn:
         return Turn.model_construct(task=task, member=member, role=role, brief=brief,
                                     turn=turn, result=result, messages=messages,
-                                    triggers=triggers)
+                                    triggers=triggers, decisions=decisions, rounds=rounds,
+                                    peers=peers)
 
     def direct_is_safe() -> bool:
         for model in (Message, Turn):
@@ -90,7 +97,8 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
         message = ("team/a/1/0", "r", "a", "hi", ["b"], 1)
         try:
             sample = constructed_message(*message)
-            turn = ("t", "a", "r", "b", 1, {"summary": "s"}, [sample], [sample])
+            turn: tuple[Any, ...] = ("t", "a", "r", "b", 1, {"summary": "s"}, [sample],
+                                     [sample], [], {}, {})
             return (_same(direct_message(*message), sample)
                     and _same(direct_turn(*turn), constructed_turn(*turn)))
         except Exception:  # Any surprise means: use the supported path.
@@ -129,9 +137,12 @@ def _first_message(id: str, room: str, sender: str, text: str, mentions: list[st
 
 def _first_turn(task: str, member: str, role: str, brief: str, turn: int,
                 result: dict[str, Any] | None, messages: list[Message],
-                triggers: list[Message]) -> Turn:
+                triggers: list[Message], decisions: list[dict[str, Any]],
+                rounds: dict[str, dict[str, Any]],
+                peers: dict[str, dict[str, list[str]]]) -> Turn:
     _load()
-    return _turn(task, member, role, brief, turn, result, messages, triggers)
+    return _turn(task, member, role, brief, turn, result, messages, triggers, decisions,
+                 rounds, peers)
 
 
 _message: MessageMaker = _first_message
@@ -146,6 +157,10 @@ def new_message(id: str, room: str, sender: str, text: str, mentions: list[str],
 
 def new_turn(task: str, member: str, role: str, brief: str, turn: int,
              result: dict[str, Any] | None, messages: list[Message],
-             triggers: list[Message]) -> Turn:
+             triggers: list[Message], decisions: list[dict[str, Any]] | None = None,
+             rounds: dict[str, dict[str, Any]] | None = None,
+             peers: dict[str, dict[str, list[str]]] | None = None) -> Turn:
     """A member turn's input built from trusted data (no validation)."""
-    return _turn(task, member, role, brief, turn, result, messages, triggers)
+    return _turn(task, member, role, brief, turn, result, messages, triggers,
+                 [] if decisions is None else decisions, {} if rounds is None else rounds,
+                 {} if peers is None else peers)

@@ -24,12 +24,14 @@ from pydantic import (
 )
 
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
+from wopdsl.model.deliberation import DecisionSpec, ScriptVote
 from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
 from wopdsl.model.tools import MAX_TOOLS_LIMIT, McpServerSpec, ToolPolicy, ToolRef
 
 __all__ = [
     "CouncilSettings",
     "CouncilSpec",
+    "DecisionSpec",
     "EngineKind",
     "MemberSpec",
     "RoomSpec",
@@ -144,6 +146,9 @@ class CouncilSettings(_Frozen):
     max_tool_calls: PositiveSafeInt | None = None
     """Run budget of tool calls, all members together (RFC 0084 ``toolCalls``); none:
     each turn is still bounded by its member's ``max_tool_calls``."""
+    chair: Ident | None = None
+    """The member who takes the last turn, once nothing else is queued and every decision
+    is closed; its summary is the run's ``answer`` (DESIGN.md §22)."""
 
 
 class RoomSpec(_Frozen):
@@ -157,6 +162,15 @@ class RoomSpec(_Frozen):
     """Human-readable title, shown in UIs and on ``interrupt.requested``."""
     turn_schema: JsonObject | None = None
     """Optional JSON Schema every post's ``content`` (``{text, mentions}``) must satisfy."""
+    rounds: PositiveSafeInt | None = None
+    """Debate in rounds: each round every member of the room with turns left takes one turn;
+    the room is settled after this many rounds (mentions in it never request extra turns)."""
+    blind: StrictBool = False
+    """Hide a round's posts from the other members until the round ends (needs ``rounds``)."""
+    anonymous: StrictBool = False
+    """Show the other members' posts under per-run aliases ("Member A" …), never their ids."""
+    max_wake: PositiveSafeInt | None = None
+    """Most members an ``@all`` post in this room wakes (default: every other member)."""
 
 
 class ScriptPost(_Frozen):
@@ -179,6 +193,8 @@ class ScriptStep(_Frozen):
     """Optional JSON data returned with the result (strings are not rendered)."""
     posts: list[ScriptPost] = Field(default_factory=list)
     """Posts this turn makes."""
+    votes: list[ScriptVote] = Field(default_factory=list)
+    """Votes this turn casts (``[[decisions]]``)."""
 
 
 class MemberSpec(_Frozen):
@@ -247,6 +263,9 @@ class MemberSpec(_Frozen):
 _LATER_MEMBER_KEYS = ("principal",)
 """Optional member keys newer than the first digests (left out of the digest when unset)."""
 _BUDGET_KEYS = ("max_tokens", "max_cost_usd", "max_tool_calls")
+_ROOM_DEFAULTS: dict[str, Any] = {"rounds": None, "blind": False, "anonymous": False,
+                                  "max_wake": None}
+"""Room keys of deliberation, left out of the definition (and digest) while at default."""
 _LLM_MEMBER_KEYS = ("model", "temperature", "max_output_tokens", "system_prompt",
                     "turn_prompt", "repair_attempts", "tools", "tool_policy", "max_tool_calls",
                     "max_tools")
@@ -265,6 +284,8 @@ class CouncilSpec(_Frozen):
     """The ``[models.NAME]`` profiles ``llm`` members call, by name."""
     mcp: dict[Ident, McpServerSpec] = Field(default_factory=dict)
     """The ``[mcp.NAME]`` servers whose tools members name as ``mcp:NAME/TOOL``."""
+    decisions: list[DecisionSpec] = Field(default_factory=list)
+    """The ``[[decisions]]`` the council's voters settle (DESIGN.md §22)."""
 
     @property
     def id(self) -> str:
@@ -294,16 +315,28 @@ class CouncilSpec(_Frozen):
         that uses none keeps the definition and digest it had before they existed.
         """
         data = self.model_dump(mode="json", exclude_none=exclude_none)
-        for table in ("models", "mcp"):
+        for table in ("models", "mcp", "decisions"):
             if not data.get(table):
                 data.pop(table, None)
-        for key in _BUDGET_KEYS:
+        for key in (*_BUDGET_KEYS, "chair"):
             if data["council"].get(key, 0) is None:
                 del data["council"][key]
+        for room in data.get("rooms", []):
+            for key, default in _ROOM_DEFAULTS.items():
+                if key in room and room[key] == default:
+                    del room[key]
         for member in data.get("members", []):
             for key in _LLM_MEMBER_KEYS:
                 if member.get(key, 0) is None:
                     del member[key]
+            for step in member.get("script") or ():
+                if not step.get("votes"):
+                    step.pop("votes", None)
+        for decision in data.get("decisions", []):
+            for key in [k for k, v in decision.items() if v is None]:
+                del decision[key]
+            if "scale" in decision:  # A score is settled by the median: no rule (re-reading
+                decision.pop("rule", None)  # the definition would refuse one).
         return data
 
     def digest(self) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 # ``defer_build``: each model's validator is built on its first use, not at import, so reading
 # a log (``wop transcript`` folds saved messages) does not pay for building four of them.
 
-__all__ = ["Message", "Post", "Reply", "Turn"]
+__all__ = ["Message", "Post", "Reply", "Turn", "Vote"]
 
 
 class Post(BaseModel):
@@ -28,6 +28,25 @@ class Post(BaseModel):
     """The message text."""
     mentions: list[StrictStr] = Field(default_factory=list)
     """Members of the room whose next turn this message requests."""
+
+
+class Vote(BaseModel):
+    """A vote in a turn result: ``{decision, choice, reason}`` (DESIGN.md §22).
+
+    A voter may vote again while the decision is open; its last vote counts, and the log
+    keeps every one.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, defer_build=True,
+    )
+
+    decision: StrictStr
+    """The decision's id."""
+    choice: StrictStr | StrictInt | StrictFloat
+    """One of the decision's options, or a score on its scale."""
+    reason: StrictStr = ""
+    """Why: shown with the tally, and with the dissent when the vote loses."""
 
 
 class Reply(BaseModel):
@@ -50,6 +69,8 @@ class Reply(BaseModel):
     """Optional JSON data."""
     posts: list[Post] = Field(default_factory=list)
     """Messages to save; all are checked before any is accepted."""
+    votes: list[Vote] = Field(default_factory=list)
+    """Votes on the council's open decisions (checked with the posts)."""
 
     def to_wire(self) -> dict[str, Any]:
         """Return the JSON result shape (``roomId`` keys, no ``data`` when it is null)."""
@@ -60,6 +81,9 @@ class Reply(BaseModel):
             out["posts"] = [
                 {"roomId": p.room, "text": p.text, "mentions": list(p.mentions)} for p in self.posts
             ]
+        if self.votes:
+            out["votes"] = [{"decision": v.decision, "choice": v.choice, "reason": v.reason}
+                            for v in self.votes]
         return out
 
 
@@ -83,6 +107,11 @@ class Message(BaseModel):
     """Members it requested a turn from."""
     position: int
     """The 1-based dispatch position of the turn that posted it."""
+
+    @property
+    def system(self) -> bool:
+        """Whether the host wrote it (a round, a decision's outcome, the chair's call)."""
+        return self.position == 0 and self.sender == "system"
 
     def to_wire(self) -> dict[str, Any]:
         """Return the JSON message shape."""
@@ -117,6 +146,17 @@ class Turn(BaseModel):
     """The tail of each of this member's rooms plus every trigger, once each, in saved order."""
     triggers: list[Message]
     """The saved messages that requested this turn (empty for an initial turn)."""
+    decisions: list[dict[str, Any]] = Field(default_factory=list)
+    """The decisions of this member's rooms (DESIGN.md §22): ``{id, room, question,
+    options | scale, rule, quorum, open, voter, votes}``, with ``your_vote`` once this member
+    voted and, once closed, ``outcome``, ``tally`` and ``dissent`` (``[{voter, choice,
+    reason}]``; aliases in anonymous rooms)."""
+    rounds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per room debated in rounds: ``{round, of, blind, anonymous, settled}``."""
+    peers: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    """Per anonymous room of this member: the others as it sees them, ``{members, spent}``
+    (aliases, in alias order); ``spent``: those who have used all their turns, whom a
+    mention may not ask (DESIGN.md §22). A mention may name an alias."""
 
     def room_messages(self, room: str) -> list[Message]:
         """Return the messages of one room, in saved order."""

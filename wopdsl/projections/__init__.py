@@ -18,12 +18,14 @@ from wopdsl.projections.rooms import (
 if TYPE_CHECKING:
     from wopdsl.projections.transcript import (
         TranscriptProjection,
+        decision_lines,
         format_line,
         render_transcript,
     )
 
 __all__ = [
     "TranscriptProjection",
+    "decision_lines",
     "escape",
     "format_line",
     "render_transcript",
@@ -32,7 +34,8 @@ __all__ = [
     "write_room_files",
 ]
 
-_TRANSCRIPT = frozenset({"TranscriptProjection", "format_line", "render_transcript"})
+_TRANSCRIPT = frozenset({"TranscriptProjection", "decision_lines", "format_line",
+                         "render_transcript"})
 
 
 def __getattr__(name: str) -> Any:

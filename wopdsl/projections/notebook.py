@@ -18,28 +18,24 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final
 
 from wopdsl.model.mentions import MENTION_RE
-from wopdsl.model.turns import Message
-from wopdsl.state import CouncilState
+from wopdsl.projections.deliberation import ballot_call, dissent_line, hidden_text, vote_line
+from wopdsl.projections.notebook_view import (
+    FailureRow,
+    MemberRow,
+    MessageRow,
+    RoomSection,
+    RunView,
+    Source,
+    run_view,
+)
 
 __all__ = ["FailureRow", "MemberRow", "MessageRow", "RoomSection", "RunView", "run_html",
            "run_markdown", "run_view", "view_html", "view_markdown"]
 
 
-class HasState(Protocol):
-    """Anything that reads a run's folded state, such as ``wopdsl.Run``."""
-
-    @property
-    def state(self) -> CouncilState:
-        """The run's state, caught up with its log."""
-        ...
-
-
-Source = CouncilState | HasState
-"""A run's state, or a handle that reads it (``wopdsl.Run``)."""
 _MD_SPECIAL: Final = re.compile(r"([\\`*_\[\]{}#|~!])")
 
 _STATUS_COLOURS: Final = {
@@ -61,144 +57,6 @@ _STATE_COLOURS: Final = {
 }
 _MENTION_STYLE: Final = ("background:#dbeafe;color:#1e3a8a;border-radius:3px;padding:0 2px;"
                          "font-weight:600")
-
-
-@dataclass(frozen=True, slots=True)
-class MemberRow:
-    """One line of the roster."""
-
-    id: str
-    """The member id (its address)."""
-    role: str
-    """What the member does."""
-    engine: str
-    """``python``, ``script``, ``human`` ..."""
-    state: str
-    """``queued``, ``running``, ``waiting``, ``done``, ``failed`` or ``idle``."""
-    turns: int
-    """Turns taken."""
-    max_turns: int
-    """The member's turn cap."""
-    summary: str | None
-    """The summary of its last successful turn, if any."""
-    usage: str | None = None
-    """Model tokens (and cost) of an ``llm`` member, e.g. ``880 tokens · $0.0012``."""
-
-
-@dataclass(frozen=True, slots=True)
-class FailureRow:
-    """A member whose last turn failed, with what its handler raised (if recorded)."""
-
-    member: str
-    """The member id."""
-    code: str
-    """The error code, e.g. ``TEAM_NODE_FAILED``."""
-    message: str
-    """What happened."""
-    traceback: str | None
-    """The handler's traceback (``node.failed.error.details.exception``), if recorded."""
-
-
-MessageRow = Message
-"""One saved message of a room (``id``, ``sender``, ``text``, ``mentions``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RoomSection:
-    """A room and its messages (possibly only the tail)."""
-
-    id: str
-    """The room id."""
-    members: tuple[str, ...]
-    """Its members, in declaration order."""
-    state: str
-    """``pending``, ``open`` or ``closed``."""
-    messages: tuple[Message, ...]
-    """The messages shown, in saved order."""
-    hidden: int
-    """How many earlier messages were left out (``tail``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunView:
-    """Everything the renderers show, read once from the run."""
-
-    run_id: str
-    """The run id."""
-    council: str
-    """The council id (``workflowId``)."""
-    status: str
-    """The run status (``RunSnapshot`` names)."""
-    events: int
-    """How many events the log holds."""
-    roster: tuple[MemberRow, ...]
-    """Members in declaration order."""
-    rooms: tuple[RoomSection, ...]
-    """Rooms in declaration order."""
-    waiting_for: tuple[str, ...]
-    """Human members whose turn is requested."""
-    error: dict[str, Any] | None
-    """``{code, message}`` when the run failed."""
-    usage: str | None = None
-    """The run's model tokens (and cost) in total, when models were called."""
-    failures: tuple[FailureRow, ...] = ()
-    """Members whose last turn failed, in declaration order."""
-
-
-def run_view(run: Source, *, tail: int | None = None) -> RunView:
-    """Read what the renderers show from one catch-up of a run's folded state.
-
-    One read keeps the view consistent (status, roster, rooms and event count describe the
-    same position in the log) even while another process appends. Names follow the
-    ``RunSnapshot`` of ``run.snapshot()``.
-
-    Args:
-        run: The run's state, or the run handle (read once).
-        tail: Show at most this many messages per room (the latest); ``None`` shows all.
-    """
-    state = run if isinstance(run, CouncilState) else run.state
-    roster = []
-    for member_id, member in state.members.items():
-        result = member.result if isinstance(member.result, dict) else {}
-        summary = result.get("summary")
-        roster.append(MemberRow(
-            id=member_id, role=member.role, engine=member.engine,
-            state=state.member_phase(member_id), turns=member.turns, max_turns=member.cap,
-            summary=summary if isinstance(summary, str) else None,
-            usage=state.usage.members[member_id].label()
-            if member_id in state.usage.members else None))
-    rooms = []
-    for room_id, room in state.rooms.items():
-        messages = room.messages
-        shown = messages if tail is None or len(messages) <= tail else messages[-tail:]
-        rooms.append(RoomSection(
-            id=room_id, members=room.members,
-            state="closed" if room.closed else ("open" if room.opened else "pending"),
-            messages=tuple(shown),
-            hidden=len(messages) - len(shown)))
-    status = state.status
-    return RunView(
-        run_id=state.run_id, council=state.workflow_id, status=status,
-        events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
-        waiting_for=tuple(state.waiting_for),
-        error=dict(state.error) if state.error and status == "failed" else None,
-        usage=state.usage.total.label() if state.usage.total.calls else None,
-        failures=tuple(_failures(state)))
-
-
-def _failures(state: CouncilState) -> list[FailureRow]:
-    rows = []
-    for member_id, member in state.members.items():
-        error = member.error if member.failed else None
-        if not error:
-            continue
-        details = error.get("details")
-        exception = details.get("exception") if isinstance(details, dict) else None
-        trace = exception.get("traceback") if isinstance(exception, dict) else None
-        rows.append(FailureRow(member_id, str(error.get("code", "UNKNOWN")),
-                               str(error.get("message", "")),
-                               str(trace) if trace else None))
-    return rows
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -248,6 +106,7 @@ def view_html(view: RunView) -> str:
         out.append(f'<div class="wop-waiting" style="color:#b45309">waiting for input from '
                    f'{names} — reply with <code>await run.reply("…", room=…)</code></div>')
     out.append(_roster_html(view.roster, usage=view.usage is not None))
+    out.append(_decisions_html(view))
     for room in view.rooms:
         out.append(_room_html(room))
     out.append("</div>")
@@ -292,7 +151,9 @@ def _room_html(room: RoomSection) -> str:
     head = (f'<section class="wop-room" data-room="{e(room.id)}" style="margin-top:6px">'
             f'<div style="font-weight:600;border-bottom:1px solid #e5e7eb">room {e(room.id)} '
             f'<span style="font-weight:400;color:#6b7280">({e(", ".join(room.members))}) · '
-            f"{e(room.state)} · {count} message{'' if count == 1 else 's'}</span></div>")
+            f"{e(room.state)} · {count} message{'' if count == 1 else 's'}</span>"
+            + (f' · <span class="wop-round" style="font-weight:400;color:#7c3aed">'
+               f"{e(room.round.label())}</span>" if room.round else "") + "</div>")
     parts = [head]
     if room.hidden:
         parts.append(f'<div style="color:#6b7280">… {room.hidden} earlier '
@@ -300,6 +161,9 @@ def _room_html(room: RoomSection) -> str:
     if not count:
         parts.append('<div style="color:#9ca3af">no messages yet</div>')
     for m in room.messages:
+        if m.system or m.id in room.concealed:
+            parts.append(_note_html(m, room))
+            continue
         mentions = " ".join(_mention_html(name) for name in m.mentions)
         parts.append(
             f'<div class="wop-msg" data-id="{e(m.id)}" style="margin:2px 0">'
@@ -310,6 +174,54 @@ def _room_html(room: RoomSection) -> str:
             f"{_highlight(m.text, m.mentions)}</span></div>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _note_html(m: MessageRow, room: RoomSection) -> str:
+    """A system turn (a round, a decision closed, the chair called), or a hidden post."""
+    e = html.escape
+    if m.system:
+        return (f'<div class="wop-msg wop-system" data-id="{e(m.id)}" style="margin:2px 0;'
+                f'color:#6b7280;font-style:italic;white-space:pre-wrap">— {e(m.text)}</div>')
+    number = room.round.number if room.round else 0
+    return (f'<div class="wop-msg wop-hidden" data-id="{e(m.id)}" style="margin:2px 0;'
+            f'color:#6b7280;font-style:italic"><b class="wop-sender" style="font-style:normal">'
+            f"{e(m.sender)}</b>{e(hidden_text(m.sender, number).removeprefix(m.sender))}</div>")
+
+
+def _decisions_html(view: RunView) -> str:
+    """The decisions (open or closed: tally, dissent with reasons) and the chair's answer."""
+    if not view.decisions and view.chair is None:
+        return ""
+    e = html.escape
+    parts = ['<section class="wop-decisions" style="margin-top:6px">'
+             '<div style="font-weight:600;border-bottom:1px solid #e5e7eb">decisions</div>']
+    for d in view.decisions:
+        colour = "#b45309" if d.open else "#15803d"
+        weight = "normal" if d.open else "600"
+        parts.append(
+            f'<div class="wop-decision" data-decision="{e(d.id)}" '
+            f'data-open="{str(d.open).lower()}" style="margin:2px 0"><b>{e(d.id)}</b> '
+            f'<span class="wop-question">{e(d.question)}</span> · '
+            f'<span style="color:{colour};font-weight:600">{"open" if d.open else "closed"}'
+            f'</span> · <span class="wop-outcome" style="font-weight:{weight}">'
+            f"{e(d.headline().removeprefix('open · '))}</span>")
+        parts += [f'<div class="wop-vote" style="margin-left:12px;color:#0e7490">'
+                  f"{e(vote_line(v))}</div>" for v in d.mine]
+        if d.ballot:
+            parts.append('<div class="wop-ballot" style="margin-left:12px;color:#6b7280">vote '
+                         f"with <code>{e(ballot_call(d))}</code></div>")
+        parts += [f'<div class="wop-dissent" data-voter="{e(str(x.get("voter")))}" '
+                  f'style="margin-left:12px;color:#b91c1c">{e(dissent_line(x))}</div>'
+                  for x in d.dissent]
+        parts.append("</div>")
+    chair = view.chair
+    if chair is not None:
+        parts.append(f'<div class="wop-chair" data-done="{str(chair.done).lower()}" '
+                     f'style="margin:4px 0"><b>{"answer" if chair.done else "chair"}</b> '
+                     f'({e(chair.member)}): <span class="wop-answer" style="white-space:pre-wrap'
+                     f'{"" if chair.done else ";font-style:italic"}">{e(chair.label())}</span>'
+                     "</div>")
+    return "".join(parts) + "</section>"
 
 
 def _mention_html(name: str) -> str:
@@ -371,18 +283,46 @@ def view_markdown(view: RunView) -> str:
         tokens = f" {md(m.usage or '')} |" if usage else ""
         lines.append(f"| **{md(m.id)}**{human} | {md(m.role)} | {md(m.state)} | "
                      f"{m.turns}/{m.max_turns} |{tokens} {md(m.summary or '')} |")
+    lines += _decisions_markdown(view)
     for room in view.rooms:
         count = len(room.messages) + room.hidden
         lines += ["", f"#### room {md(room.id)} ({md(', '.join(room.members))}) · "
-                      f"{md(room.state)} · {count} message{'' if count == 1 else 's'}", ""]
+                      f"{md(room.state)} · {count} message{'' if count == 1 else 's'}"
+                      + (f" · {md(room.round.label())}" if room.round else ""), ""]
         if room.hidden:
             lines.append(f"- … {room.hidden} earlier message{'' if room.hidden == 1 else 's'}")
         if not count:
             lines.append("_no messages yet_")
         for msg in room.messages:
             mentions = "".join(f" **@{md(name)}**" for name in msg.mentions)
-            lines.append(f"- **{md(msg.sender)}** {_code(msg.id)}{mentions}: {md(msg.text)}")
+            if msg.system:
+                lines.append(f"- _— {md(msg.text)}_")
+            elif msg.id in room.concealed:
+                number = room.round.number if room.round else 0
+                lines.append(f"- _{md(hidden_text(msg.sender, number))}_")
+            else:
+                lines.append(f"- **{md(msg.sender)}** {_code(msg.id)}{mentions}: {md(msg.text)}")
     return "\n".join(lines) + "\n"
+
+
+def _decisions_markdown(view: RunView) -> list[str]:
+    if not view.decisions and view.chair is None:
+        return []
+    md = _md
+    lines = ["", "#### decisions", ""]
+    for d in view.decisions:
+        lines.append(f"- **{md(d.id)}** {md(d.question)} · {'open' if d.open else 'closed'} · "
+                     + (md(d.headline().removeprefix("open · ")) if d.open
+                        else f"**{md(d.headline())}**"))
+        lines += [f"  - {md(vote_line(v))}" for v in d.mine]
+        if d.ballot:
+            lines.append(f"  - vote with {_code(ballot_call(d))}")
+        lines += [f"  - {md(dissent_line(x))}" for x in d.dissent]
+    if view.chair is not None:
+        chair = view.chair
+        lines += ["", f"**{'answer' if chair.done else 'chair'}** ({md(chair.member)}): "
+                      + (md(chair.label()) if chair.done else f"_{md(chair.label())}_")]
+    return lines
 
 
 def _md(text: str) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+from wopdsl.projections.deliberation import dissent_line, outcome_text
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import CouncilState
 
-__all__ = ["TranscriptProjection", "format_line", "render_transcript"]
+__all__ = ["TranscriptProjection", "decision_lines", "format_line", "render_transcript"]
 
 
 @dataclass(slots=True)
@@ -50,9 +52,11 @@ def render_state(state: CouncilState, status: str | None = None, *,
         out.append(f"room {room_id} ({', '.join(room.members)})")
         if not room.messages:
             out.append("  (no messages)")
-        out.extend("  " + format_line(m.sender, m.id, m.mentions, show(m.text), indent="    ")
+        out.extend("  " + (f"-- {show(m.text)}" if m.system else
+                           format_line(m.sender, m.id, m.mentions, show(m.text), indent="    "))
                    for m in room.messages)
-    agents = (state.outputs or {}).get("agents", []) if state.terminal == "completed" else []
+    outputs = (state.outputs or {}) if state.terminal == "completed" else {}
+    agents = outputs.get("agents", [])
     if agents:
         out.append("")
         out.append("results")
@@ -60,7 +64,26 @@ def render_state(state: CouncilState, status: str | None = None, *,
             result = agent["result"]
             summary = "(no turn)" if result is None else show(str(result.get("summary", "")))
             out.append("  " + _indent(f"{agent['name']} ({agent['role']}): {summary}", "    "))
+    out += decision_lines(outputs.get("decisions") or [], show)
+    if "answer" in outputs:
+        out += ["", "answer", "  " + _indent(show(str(outputs["answer"] or "(none)")), "  ")]
     return "\n".join(out) + "\n"
+
+
+def decision_lines(decisions: list[dict[str, Any]],
+                   show: Callable[[str], str] = str) -> list[str]:
+    """The ``decisions`` block of a transcript: each outcome, its tally and the dissent."""
+    if not decisions:
+        return []
+    out = ["", "decisions"]
+    for block in decisions:
+        voted = f"{block.get('voted', 0)} of {len(block.get('voters') or ())} voted"
+        out.append(f"  {block.get('id')}: " + outcome_text(
+            block.get("outcome"), block.get("tally") or {}, voted, "scale" in block,
+            block.get("mean")) if "tally" in block else f"  {block.get('id')}: open")
+        out += ["    " + _indent(dissent_line(dissent, show), "      ")
+                for dissent in block.get("dissent") or ()]
+    return out
 
 
 def format_line(sender: str, message_id: str, mentions: list[str], text: str,

@@ -10,10 +10,12 @@ from wopdsl.state.fold import CouncilState
 from wopdsl.state.records import (
     TERMINAL,
     TERMINAL_EVENTS,
+    DecisionState,
     Inflight,
     MemberState,
     RoomState,
     RunStatus,
+    VoteRecord,
     status_of_event,
 )
 from wopdsl.state.snapshot import build_snapshot, channels, wire_status
@@ -23,12 +25,14 @@ __all__ = [
     "TERMINAL",
     "TERMINAL_EVENTS",
     "CouncilState",
+    "DecisionState",
     "Inflight",
     "MemberState",
     "RoomState",
     "RunStatus",
     "RunUsage",
     "Usage",
+    "VoteRecord",
     "build_snapshot",
     "channels",
     "status_of_event",

@@ -12,7 +12,10 @@ from wopdsl.model.construct import new_message
 from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
+from wopdsl.state.deliberation import DeliberationFold
 from wopdsl.state.records import (
+    Chair,
+    DecisionState,
     Inflight,
     MemberState,
     RoomState,
@@ -31,7 +34,7 @@ _GC_PAUSE_EVENTS: Final = 1_000
 
 
 @dataclass(slots=True)
-class CouncilState:
+class CouncilState(DeliberationFold):
     """Everything a council run's events say, folded in sequence order.
 
     ``apply`` is O(1) per event (plus the mentions of a post), so folding a log is linear.
@@ -85,6 +88,12 @@ class CouncilState:
     """The sequence of the last ``run.resumed``."""
     era: int = ERA_V1
     """The run's event-log era (``run.started``'s ``eventLogSchemaVersion``; absent: 2)."""
+    decisions: dict[str, DecisionState] = field(default_factory=dict)
+    """The council's decisions: votes and outcomes (DESIGN.md §22)."""
+    chairing: Chair = field(default_factory=Chair)
+    """The chair and its last turn (``[council] chair``)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Member → alias in anonymous rooms (``run.started.metadata.aliases``)."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -157,9 +166,19 @@ class CouncilState:
         return [m for m in self.queue if self.members[m].awaited]
 
     def result(self) -> dict[str, Any]:
-        """The council result: ``{task, agents: [{name, role, result}], usage?}``."""
+        """The council result: ``{task, agents: [{name, role, result}], answer?, …}``.
+
+        ``answer`` is the chair's last summary, ``decisions`` the closed decisions'
+        outcomes; ``usage`` the model usage.
+        """
         result: dict[str, Any] = {"task": self.task, "agents": [
             {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()]}
+        if self.chair is not None:
+            chair = self.members[self.chair].result if self.chairing.done else None
+            result["answer"] = chair.get("summary") if isinstance(chair, dict) else None
+        if self.decisions:
+            result["decisions"] = [d.summary or {"id": d.id, "outcome": None}
+                                   for d in self.decisions.values()]
         if self.usage.total.calls:
             result["usage"] = self.usage.to_json()
         return result
@@ -204,8 +223,10 @@ class CouncilState:
                 cap=member.get("max_turns") or default_cap,
                 rooms=tuple(r["id"] for r in rooms if member_id in r["members"]),
             )
-            if member.get("initial_turn", True):
-                self.queue[member_id] = []
+        self._setup_deliberation(self.council, self.metadata)
+        for member in self.council.get("members", []):
+            if self.queued_at_start(member["id"], member.get("initial_turn", True)):
+                self.queue[member["id"]] = []
 
     def _node_started(self, event: RunEventDoc) -> None:
         payload = event["payload"]
@@ -226,6 +247,7 @@ class CouncilState:
             payload.get("attempt", 0),
             payload["turn"] if "turn" in payload else self.members[member].turns + 1,
             list(payload.get("triggers", ())),
+            since=event["sequence"],
         )
         batch = payload.get("batch", 0)
         if batch > self.batch:
@@ -245,10 +267,14 @@ class CouncilState:
         if room is not None:
             room.gate_done = True
             return
+        turn = self.inflight.get(event["payload"].get("nodeId", ""))
         member = self._finish(event)
-        if member is not None:
-            member.result = event["payload"].get("outputs")
+        if member is not None and turn is not None:
+            outputs = event["payload"].get("outputs")
+            member.result = outputs
             member.failed = False
+            if self.decisions and isinstance(outputs, dict) and "votes" in outputs:
+                self._cast(member.id, outputs["votes"], turn.position)
 
     def _node_failed(self, event: RunEventDoc) -> None:
         member = self._finish(event)
@@ -262,10 +288,12 @@ class CouncilState:
 
     def _finish(self, event: RunEventDoc) -> MemberState | None:
         node = event["payload"].get("nodeId", "")
-        if self.inflight.pop(node, None) is None:
+        turn = self.inflight.pop(node, None)
+        if turn is None:
             return None
         member = self.members[node]
         member.turns += 1
+        self._answered(node, turn)
         return member
 
     def _opened(self, event: RunEventDoc) -> None:
@@ -283,7 +311,10 @@ class CouncilState:
         turn = payload["turn"]
         room.turn_index = payload["turnIndex"]
         room.last_event_id = event["eventId"]
-        self._add_message(room, turn, queue=True)
+        system = turn.get("role") == "system"
+        if system and isinstance(turn.get("content"), dict):
+            self._system_turn(room, turn["content"], event["sequence"])
+        self._add_message(room, turn, queue=not system)
 
     def _add_message(self, room: RoomState, turn: dict[str, Any], *, queue: bool) -> None:
         content = turn.get("content") or {}
@@ -300,13 +331,8 @@ class CouncilState:
         self.messages[message_id] = message
         room.messages.append(message)
         room.sizes.append(size)
-        if not queue:
-            return
-        for target in mentions:
-            if target in self.members:
-                triggers = self.queue.setdefault(target, [])
-                if not triggers or triggers[-1] != message_id:  # "@x @x" triggers x once
-                    triggers.append(message_id)
+        if queue and mentions:
+            self._request(room, message.sender, message_id, mentions)
 
     def _closed(self, event: RunEventDoc) -> None:
         room = self._room_of(event)

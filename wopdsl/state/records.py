@@ -15,10 +15,13 @@ if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model
 __all__ = [
     "TERMINAL",
     "TERMINAL_EVENTS",
+    "Chair",
+    "DecisionState",
     "Inflight",
     "MemberState",
     "RoomState",
     "RunStatus",
+    "VoteRecord",
     "status_of_event",
 ]
 
@@ -90,6 +93,8 @@ class Inflight:
     decided: bool = False
     """Whether the turn's wait was decided (``node.resumed``): it runs again by design, not
     because a run stopped in the middle of it."""
+    since: int = -1
+    """The sequence of the turn's first ``node.started`` (a round counts turns begun in it)."""
 
 
 @dataclass(slots=True)
@@ -112,3 +117,85 @@ class RoomState:
     messages: list[Message] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
     """Each message's input-size term (see ``CouncilState.sizes``), parallel to ``messages``."""
+    # -- deliberation (DESIGN.md §22) -------------------------------------------------------
+    rounds: int | None = None
+    """How many rounds the room debates (``None``: no rounds)."""
+    blind: bool = False
+    """Whether a round's posts stay hidden from the other members until it ends."""
+    anonymous: bool = False
+    """Whether members see each other's posts here under aliases."""
+    max_wake: int | None = None
+    """Most members an ``@all`` post wakes."""
+    round: int = 0
+    """The current round (0 before the first)."""
+    round_start: int = 0
+    """Index in ``messages`` of the current round's opening system turn."""
+    round_seq: int = -1
+    """Sequence of the event that began the current round."""
+    pending: dict[str, None] = field(default_factory=dict)
+    """Members who have yet to take their turn of the current round (in order)."""
+    round_members: tuple[str, ...] = ()
+    """The members the current round asked (``len - len(pending)`` have answered)."""
+    settled: bool = False
+    """Whether the room's last round ended: nobody is queued for it any more."""
+    deferred: dict[str, list[str]] = field(default_factory=dict)
+    """Mentions in a round room: member → message ids, triggers of its next round."""
+
+    def hidden_from(self, viewer: str) -> int:
+        """Index from which the room's posts by others are hidden from ``viewer`` (blind).
+
+        ``len(messages)`` when nothing is hidden: the room is not blind, or between rounds.
+        """
+        if not self.blind or self.settled or not self.round:
+            return len(self.messages)
+        return self.round_start + 1
+
+
+@dataclass(slots=True)
+class Chair:
+    """The council's chair (``[council] chair``) and its last turn, as the log tells them."""
+
+    member: str | None = None
+    """The chair's member id (``None``: the council has no chair)."""
+    called: bool = False
+    """Whether the chair was called to its last turn."""
+    done: bool = False
+    """Whether the chair's last turn ended (its summary is the result's ``answer``)."""
+    deferred: list[str] = field(default_factory=list)
+    """Messages that mentioned the chair before it was called: its last turn's triggers."""
+
+
+@dataclass(slots=True)
+class VoteRecord:
+    """One vote as the log tells it."""
+
+    voter: str
+    choice: Any
+    reason: str
+    position: int
+    """The dispatch position of the turn that cast it."""
+    round: int = 0
+    """The round of the decision's room when it was cast (0: no rounds)."""
+
+
+@dataclass(slots=True)
+class DecisionState:
+    """A ``[[decisions]]`` table's votes and outcome as the log tells them."""
+
+    id: str
+    room: str
+    definition: dict[str, Any]
+    """The decision's JSON definition (``run.started.metadata.council.decisions[]``)."""
+    voters: tuple[str, ...]
+    quorum: int
+    votes: dict[str, VoteRecord] = field(default_factory=dict)
+    """Each voter's last vote."""
+    history: list[VoteRecord] = field(default_factory=list)
+    """Every vote, in log order (changed votes included)."""
+    closed: bool = False
+    outcome: Any = None
+    """The outcome once closed: an option, a score, ``tied``, ``no_majority``, ``no_quorum``."""
+    summary: dict[str, Any] | None = None
+    """The closing system turn's ``decision`` block: outcome, tally, dissent, votes."""
+    view: dict[str, Any] = field(default_factory=dict)
+    """What never changes of how a member sees it (id, room, question, options …)."""

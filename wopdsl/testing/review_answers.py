@@ -5,16 +5,18 @@
 ``councils/llm-signoff.toml``, keyed by the member and the turn number in wopdsl's default
 prompts, so the councils run end to end against a
 :class:`~wopdsl.testing.model_server.ScriptedModelServer` on loopback; :func:`council_answer`
-picks the right one. For the ops desk's ``sre`` (``councils/ops-desk.toml``),
-:func:`review_answer` calls one tool per round (read a log, check a status, ask to restart
-the database — which waits for ``oncall``'s approval), keyed by the tool results already in
-the conversation.
+picks the right one (and the advisors and chair of ``councils/llm-council.toml``, see
+:mod:`wopdsl.testing.deliberation_answers`). For the ops desk's ``sre``
+(``councils/ops-desk.toml``), :func:`review_answer` calls one tool per round (read a log,
+check a status, ask to restart the database — which waits for ``oncall``'s approval), keyed
+by the tool results already in the conversation.
 """
 
 from __future__ import annotations
 
 import re
 
+from wopdsl.testing.deliberation_answers import LLM_COUNCIL_MEMBERS, llm_council_answer
 from wopdsl.testing.model_server import Answer, CapturedRequest, ToolCalls
 
 __all__ = ["council_answer", "review_answer", "signoff_answer"]
@@ -36,9 +38,14 @@ def _turn(request: CapturedRequest) -> int:
 
 
 def council_answer(request: CapturedRequest) -> Answer | ToolCalls:
-    """The answer for a member of either council (``planner`` is the signoff council's)."""
+    """The answer for a member of any llm council in ``councils/``.
+
+    ``planner`` is the signoff council's; the llm council's members are its own.
+    """
     system = str(request.body["messages"][0].get("content", "")) if isinstance(
         request.body, dict) and request.body.get("messages") else ""
+    if request.member in LLM_COUNCIL_MEMBERS and request.member != "critic":
+        return llm_council_answer(request, _turn(request))
     return signoff_answer(request) if "member id: planner" in system or (
         "planner" in system and request.member == "critic") else review_answer(request)
 

@@ -21,6 +21,7 @@ from wopdsl.agents.llm.client import CallFailure, Completion, ProfileClient
 from wopdsl.agents.llm.endpoint import resolve
 from wopdsl.agents.llm.prompts import PromptTemplates, RoomView
 from wopdsl.agents.llm.tap import CALL_SITE, CallSite
+from wopdsl.agents.llm.turnview import TurnView, view_of
 from wopdsl.errors import TurnError, TurnSuspended
 from wopdsl.model.turns import Turn
 
@@ -48,6 +49,8 @@ class LlmAgent(MemberAgent):
         repair_attempts: How often an invalid answer is re-asked.
         max_output_bytes: The member's ``max_output_bytes`` (bounds streamed text too).
         toolset: The member's tools (DESIGN.md §20; the loop is in ``agents/llm/tools.py``).
+        votes: How many decisions the member votes on (their reasons share the answer's
+            length).
     """
 
     kind: ClassVar[str] = "llm"
@@ -56,7 +59,7 @@ class LlmAgent(MemberAgent):
     def __init__(self, member: str, client: ProfileClient, templates: PromptTemplates, *,
                  temperature: float | None, max_output_tokens: int,
                  repair_attempts: int, max_output_bytes: int = 262_144,
-                 toolset: Toolset | None = None) -> None:
+                 toolset: Toolset | None = None, votes: int = 0) -> None:
         self.member = member
         self.client = client
         self.profile = client.profile
@@ -66,10 +69,12 @@ class LlmAgent(MemberAgent):
         self.max_output_tokens = max_output_tokens
         self.repair_attempts = repair_attempts
         self.max_output_bytes = max_output_bytes
-        self.bounds = AnswerBounds.of(len(self.rooms), max_output_tokens, max_output_bytes)
-        self.schema = result_schema(self.rooms, self.bounds)
+        self.chair = templates.chair
+        self.bounds = AnswerBounds.of(len(self.rooms), max_output_tokens, max_output_bytes,
+                                      votes=votes, chair=self.chair)
+        self.schema = result_schema(self.rooms, self.bounds, chair=self.chair)
         """The schema when everyone may be mentioned (each turn's leaves out spent members)."""
-        self._schemas: dict[frozenset[str], dict[str, Any]] = {}
+        self._schemas: dict[Any, dict[str, Any]] = {}
         self.provenance: dict[str, str] | None = {"provider": self.profile.provider,
                                                   "model": self.profile.model}
         """RFC 0109 provenance of this member's posts: the model the server reported for
@@ -104,7 +109,22 @@ class LlmAgent(MemberAgent):
             return self.schema
         schema = self._schemas.get(key)
         if schema is None:
-            schema = self._schemas[key] = result_schema(self.rooms, self.bounds, key)
+            schema = self._schemas[key] = result_schema(self.rooms, self.bounds, key,
+                                                        chair=self.chair)
+        return schema
+
+    def view_schema(self, view: TurnView) -> dict[str, Any]:
+        """The result schema of a deliberating turn: its rooms, mentions and open votes.
+
+        Cached per distinct shape (the rooms offered, who may be mentioned, the open
+        decisions): the schema changes as rounds settle and decisions close.
+        """
+        names = frozenset(m for room in view.rooms for m in room.members)
+        key = (view.rooms, view.requestable & names, view.votes)
+        schema = self._schemas.get(key)
+        if schema is None:
+            schema = self._schemas[key] = result_schema(
+                view.rooms, self.bounds, key[1], votes=view.votes, chair=self.chair)
         return schema
 
     def request(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None = None,
@@ -129,10 +149,12 @@ class LlmAgent(MemberAgent):
     async def take_recorded_turn(self, turn: Turn, recorder: TurnRecorder) -> object:
         """Compose the prompt, call the model, check the answer, repair it if needed."""
         CALL_SITE.set(CallSite(self.member, turn.turn, recorder))  # this turn's own task
-        requestable = recorder.requestable
-        spent = self._others - requestable
+        view = view_of(turn, self.rooms, recorder.requestable)
         try:
-            composed = self.templates.compose(turn, spent)
+            composed = self.templates.compose(turn, self._others - recorder.requestable) \
+                if view is None else self.templates.compose(
+                    turn, view.spent, rooms=view.roster, posts=bool(view.rooms),
+                    votes=bool(view.votes))
         except Exception as exc:
             raise TurnError("RESULT_INVALID", f"the prompt of {self.member} failed to render "
                             f"({type(exc).__name__}: {exc}); fix system_prompt/turn_prompt"
@@ -141,9 +163,10 @@ class LlmAgent(MemberAgent):
             recorder.node_id, full=self.profile.observability == "full"))
         messages: list[dict[str, Any]] = [{"role": "system", "content": composed.system},
                                           {"role": "user", "content": composed.user}]
-        schema = self.turn_schema(requestable)
+        schema = self.turn_schema(recorder.requestable) if view is None else \
+            self.view_schema(view)
         if self.toolset is None:
-            return await self._answer(messages, schema, recorder, None)
+            return await self._answer(messages, schema, recorder, None, turn, view)
         from wopdsl.agents.llm.tools import ToolLoop  # tools (DESIGN.md §20)
 
         async def call(messages: list[dict[str, Any]], tools: bool) -> Completion:
@@ -153,7 +176,7 @@ class LlmAgent(MemberAgent):
                         full=self.profile.observability == "full")
         outcome = "failed"
         try:
-            result = await self._answer(messages, schema, recorder, loop)
+            result = await self._answer(messages, schema, recorder, loop, turn, view)
             outcome = "completed"
             return result
         except (asyncio.CancelledError, TurnSuspended):
@@ -163,9 +186,12 @@ class LlmAgent(MemberAgent):
             loop.close(outcome)
 
     async def _answer(self, messages: list[dict[str, Any]], schema: dict[str, Any],
-                      recorder: TurnRecorder, loop: Any) -> object:
+                      recorder: TurnRecorder, loop: Any, turn: Turn,
+                      view: TurnView | None) -> object:
         """Call the model (through the tool loop, if any), check the answer, repair it."""
-        requestable = recorder.requestable
+        requestable = recorder.requestable if view is None else view.requestable
+        rooms = self.rooms if view is None else view.rooms
+        offers = () if view is None else view.votes
         attempts = self.repair_attempts + 1
         for attempt in range(1, attempts + 1):
             completion = await (loop.answer(messages) if loop is not None
@@ -173,9 +199,10 @@ class LlmAgent(MemberAgent):
             try:
                 if completion.finish_reason == "refusal":
                     raise AnswerProblem("refusal", "the model refused to answer")
-                result = check_answer(completion.text, self.rooms,
+                result = check_answer(completion.text, rooms,
                                       truncated=completion.finish_reason == "length",
-                                      bounds=self.bounds, requestable=requestable)
+                                      bounds=self.bounds, requestable=requestable,
+                                      votes=offers, decisions=turn.decisions)
                 self.provenance = {"provider": self.profile.provider,
                                    "model": completion.model}
                 return self.client.redact(result)

@@ -17,7 +17,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from wopdsl.agents.llm.prompts import ANSWER_FIELDS, RoomView
+from wopdsl.agents.llm.prompts import ANSWER_FIELDS, CHAIR_SUMMARY, RoomView
+from wopdsl.agents.llm.votes import VoteOffer, VoteProblem, check_votes, votes_schema
 
 __all__ = ["BOUND_KEYWORDS", "AnswerBounds", "AnswerProblem", "check_answer", "result_schema",
            "strip_bounds"]
@@ -43,40 +44,55 @@ class AnswerBounds:
     summary_chars: int
     text_chars: int
     posts: int
+    reason_chars: int = 0
+    """A vote's reason (0: the member votes on nothing)."""
 
     @classmethod
-    def of(cls, rooms: int, max_output_tokens: int, max_output_bytes: int) -> AnswerBounds:
+    def of(cls, rooms: int, max_output_tokens: int, max_output_bytes: int, *,
+           votes: int = 0, chair: bool = False) -> AnswerBounds:
         """Bounds that let a whole answer fit in its token and byte caps.
 
         At 2 characters a token (most tokenizers give 3 to 4), less the JSON around the
-        texts, within ``max_output_tokens``; and within ``max_output_bytes``.
+        texts, within ``max_output_tokens``; and within ``max_output_bytes``. ``votes``
+        decisions the member may vote on take their share (a reason each, and the JSON
+        around it); the chair's summary is the council's answer, so it may be as long as a
+        post.
         """
         posts = max(1, rooms)
         chars = min(2 * max_output_tokens, max_output_bytes // 2)
-        summary = max(16, min(300, chars // 5))
-        text = max(16, (chars - summary - 100 * posts) // posts)
-        return cls(summary, text, posts)
+        summary = max(16, min(2000 if chair else 300, chars // (2 if chair else 5)))
+        reason = max(16, min(300, chars // (5 * votes))) if votes else 0
+        text = max(16, (chars - summary - 100 * posts - (reason + 80) * votes) // posts)
+        return cls(summary, text, posts, reason)
 
 
 def result_schema(rooms: tuple[RoomView, ...], bounds: AnswerBounds,
-                  requestable: Collection[str] | None = None) -> dict[str, Any]:
+                  requestable: Collection[str] | None = None, *,
+                  votes: tuple[VoteOffer, ...] = (), chair: bool = False) -> dict[str, Any]:
     """The JSON Schema of this member's turn result (strict-mode compatible).
 
     Args:
-        rooms: The member's rooms with their other members.
+        rooms: The rooms the member may post in, with their other members (as it sees
+            them: aliases in anonymous rooms).
         bounds: Lengths and counts.
         requestable: The members a mention may name now (``None``: everyone in the room).
+        votes: The open decisions the member votes on (none: no ``votes`` property).
+        chair: The member is the council's chair (its summary is the answer).
     """
     properties: dict[str, Any] = {"summary": {
-        "type": "string", "description": ANSWER_FIELDS["summary"],
+        "type": "string", "description": CHAIR_SUMMARY if chair else ANSWER_FIELDS["summary"],
         "maxLength": bounds.summary_chars}}
     required = ["summary"]
     if rooms:
         variants = [_post_schema(room, bounds, requestable) for room in rooms]
         properties["posts"] = {"type": "array", "description": ANSWER_FIELDS["posts"],
                                "items": variants[0] if len(variants) == 1 else
-                               {"anyOf": variants}, "maxItems": bounds.posts}
+                               {"anyOf": variants},
+                               "maxItems": min(bounds.posts, len(rooms))}
         required.append("posts")
+    if votes:
+        properties["votes"] = votes_schema(votes, bounds.reason_chars)
+        required.append("votes")
     return {"type": "object", "properties": properties, "required": required,
             "additionalProperties": False}
 
@@ -118,15 +134,19 @@ def strip_bounds(schema: Any) -> Any:
 
 def check_answer(text: str, rooms: tuple[RoomView, ...], *, truncated: bool = False,
                  bounds: AnswerBounds | None = None,
-                 requestable: Collection[str] | None = None) -> dict[str, Any]:
-    """Parse and check an answer; return the turn result ``{summary, posts?, data?}``.
+                 requestable: Collection[str] | None = None,
+                 votes: tuple[VoteOffer, ...] = (),
+                 decisions: Collection[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Parse and check an answer; return the turn result ``{summary, posts?, data?, votes?}``.
 
     Args:
         text: The model's answer.
-        rooms: The member's rooms.
+        rooms: The rooms the member may post in.
         truncated: The answer was cut at ``max_output_tokens``.
         bounds: Lengths and counts to enforce (``None``: unbounded).
         requestable: The members a mention may name (``None``: everyone in the room).
+        votes: The open decisions the member votes on (none: ``votes`` is not allowed).
+        decisions: The turn input's ``decisions`` (to name a closed one in a message).
 
     Raises:
         AnswerProblem: the answer is not JSON, or not a valid result for this member.
@@ -142,10 +162,12 @@ def check_answer(text: str, rooms: tuple[RoomView, ...], *, truncated: bool = Fa
     if not isinstance(value, dict):
         raise AnswerProblem("schema-violation", "the answer must be a JSON object with a "
                             '"summary" string')
-    unknown = sorted(set(value) - {"summary", "posts", "data"})
+    unknown = sorted(set(value) - ({"summary", "posts", "data", "votes"} if votes else
+                                   {"summary", "posts", "data"}))
     if unknown:
         raise AnswerProblem("schema-violation", f"unexpected key(s) {len(unknown)}: only "
-                            '"summary", "posts" and "data" are allowed')
+                            '"summary", "posts"' + (', "votes"' if votes else "") +
+                            ' and "data" are allowed')
     summary = value.get("summary")
     if not isinstance(summary, str):
         raise AnswerProblem("type-mismatch" if "summary" in value else "schema-violation",
@@ -157,16 +179,27 @@ def check_answer(text: str, rooms: tuple[RoomView, ...], *, truncated: bool = Fa
     if value.get("data") is not None:
         result["data"] = value["data"]
     posts = value.get("posts")
-    if posts is None or posts == []:
-        return result
-    if not isinstance(posts, list):
-        raise AnswerProblem("type-mismatch", '"posts" must be an array')
-    if bounds is not None and len(posts) > bounds.posts:
-        raise AnswerProblem("schema-violation", f'"posts" has {len(posts)} entries; at most '
-                            f"{bounds.posts} (one per room)")
-    by_id = {room.id: room for room in rooms}
-    result["posts"] = [_check_post(f"posts[{index}]", post, by_id, bounds, requestable)
-                       for index, post in enumerate(posts)]
+    if posts is not None and posts != []:
+        if not isinstance(posts, list):
+            raise AnswerProblem("type-mismatch", '"posts" must be an array')
+        most = bounds.posts if bounds is not None else None
+        if most is not None and rooms:
+            most = min(most, len(rooms))
+        if most is not None and len(posts) > most:
+            raise AnswerProblem("schema-violation", f'"posts" has {len(posts)} entries; at '
+                                f"most {most} (one per room)")
+        by_id = {room.id: room for room in rooms}
+        result["posts"] = [_check_post(f"posts[{index}]", post, by_id, bounds, requestable)
+                           for index, post in enumerate(posts)]
+    if votes:
+        cast = value.get("votes")
+        try:
+            checked = check_votes([] if cast is None else cast, votes, decisions,
+                                  bounds.reason_chars if bounds is not None else None)
+        except VoteProblem as problem:
+            raise AnswerProblem("schema-violation", str(problem)) from None
+        if checked:
+            result["votes"] = checked
     return result
 
 

@@ -3,6 +3,7 @@
 import { api, ApiError, follow, setToken, token } from "./stream.js";
 import { oversize, renderRoster, renderStreams, renderTabs } from "./panels.js";
 import { foldTool, renderApprovals, renderToolCalls } from "./tools.js";
+import { concealed, foldDeliberation, renderDecisions, renderRound, roundOf, setupDeliberation } from "./deliberation.js";
 import { Completer, MessageWindow, el } from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -163,8 +164,10 @@ async function openRun(runId) {
   for (const r of run.workflow.rooms) {
     run.rooms.set(r.id, { id: r.id, members: r.members, messages: [], ids: new Set(), unread: 0, closed: false });
   }
+  setupDeliberation(run, run.workflow.definition);  // rounds, decisions, chair (deliberation.js)
   applySnapshot(run, run.snapshot);
   run.window = new MessageWindow({ list: $("list"), scroller: $("messages"), earlier: $("earlier"), later: $("later") });
+  run.window.conceal = (msg) => concealed(run, run.rooms.get(run.current), msg, ui.me);
   run.completer = new Completer($("text"), $("complete"));
   renderTabs(run, selectRoom);
   selectRoom(run, run.workflow.rooms[0]?.id);
@@ -201,9 +204,11 @@ function drain(run) {
   const touched = new Set();
   let roster = false;
   let tools = false;
+  let decided = false;
   for (const e of events) {
     const p = e.payload || {};
     if (foldTool(run, e)) tools = true;
+    if (foldDeliberation(run, e)) decided = true;
     switch (e.type) {
       case "conversation.exchanged": {
         const t = p.turn || {};
@@ -213,7 +218,8 @@ function drain(run) {
         const content = typeof t.content === "string" ? { text: t.content } : (t.content || {});
         room.ids.add(t.messageId);
         room.messages.push({ seq: e.sequence, id: String(t.messageId), from: member, role: String(t.role || ""),
-          memberRole: run.members.get(member)?.role, text: String(content.text ?? ""), ts: t.ts });
+          memberRole: run.members.get(member)?.role, text: String(content.text ?? ""), ts: t.ts,
+          round: roundOf(room) });
         if (room.id !== run.current) room.unread++;
         if (run.live.delete(member)) roster = true;
         touched.add(room.id);
@@ -271,7 +277,9 @@ function drain(run) {
     }
   }
   const room = run.rooms.get(run.current);
-  if (room && touched.has(room.id)) run.window.appended();
+  if (run.revealed) { run.revealed = false; run.window.render(); }  // a blind round ended
+  else if (room && touched.has(room.id)) run.window.appended();
+  if (decided) { renderRound(run); renderDecisions(run, ui.me); }
   if (touched.size) renderTabs(run, selectRoom);
   renderStreams(run);
   if (roster || touched.size) { renderRoster(run); renderComposer(run); }
@@ -341,6 +349,7 @@ function selectRoom(run, roomId) {
   room.unread = 0;
   renderTabs(run, selectRoom);
   run.window.show(room.messages, new Set(room.members));
+  renderRound(run);
   run.completer.setMembers(room.members.map((id) => ({ id, role: run.members.get(id)?.role || "" })));
   renderStreams(run);
   renderRoster(run);

@@ -32,15 +32,16 @@ function clock(ts) {
   return Number.isNaN(d.getTime()) ? "" : d.toLocaleTimeString();
 }
 
-/** One message's list item. */
-export function messageNode(msg, members) {
-  const li = el("li", `msg ${msg.role === "user" ? "user" : msg.role === "system" ? "system" : "agent"}`);
+/** One message's list item (`hidden`: the placeholder of a post hidden until its round ends). */
+export function messageNode(msg, members, hidden = null) {
+  const kind = msg.role === "user" ? "user" : msg.role === "system" ? "system" : "agent";
+  const li = el("li", `msg ${kind}${hidden ? " hidden" : ""}`);
   li.dataset.seq = String(msg.seq);
   li.dataset.id = msg.id;
   const head = el("div", "head");
-  head.append(el("span", "from", msg.from), el("span", "role", msg.memberRole || msg.role),
-    el("span", "time", clock(msg.ts)));
-  li.append(head, withMentions(el("div", "text"), msg.text, members));
+  head.append(el("span", "from", msg.from),
+    el("span", "role", msg.memberRole || msg.role), el("span", "time", clock(msg.ts)));
+  li.append(head, hidden ? el("div", "text", hidden) : withMentions(el("div", "text"), msg.text, members));
   return li;
 }
 
@@ -56,6 +57,7 @@ export class MessageWindow {
     this.start = 0; // index of the first rendered message
     this.end = 0;   // one past the last rendered message
     this.following = true;
+    this.conceal = () => null; // msg -> placeholder text while it is hidden (deliberation.js)
     earlier.addEventListener("click", () => this.showEarlier());
     later.addEventListener("click", () => this.jumpToLatest());
   }
@@ -69,12 +71,14 @@ export class MessageWindow {
     this.toBottom();
   }
 
+  node(msg) { return messageNode(msg, this.members, this.conceal(msg)); }
+
   /** Render the window from scratch. */
   render() {
     const n = this.messages.length;
     if (this.following) { this.end = n; this.start = Math.max(0, n - this.cap); }
     const frag = document.createDocumentFragment();
-    for (let i = this.start; i < this.end; i++) frag.append(messageNode(this.messages[i], this.members));
+    for (let i = this.start; i < this.end; i++) frag.append(this.node(this.messages[i]));
     this.list.replaceChildren(frag);
     this.buttons();
   }
@@ -85,7 +89,7 @@ export class MessageWindow {
     const stick = this.nearBottom();
     const n = this.messages.length;
     const frag = document.createDocumentFragment();
-    for (let i = Math.max(this.end, n - this.cap); i < n; i++) frag.append(messageNode(this.messages[i], this.members));
+    for (let i = Math.max(this.end, n - this.cap); i < n; i++) frag.append(this.node(this.messages[i]));
     if (this.end < n - this.cap) this.list.replaceChildren();
     this.list.append(frag);
     this.end = n;
