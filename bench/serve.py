@@ -112,7 +112,9 @@ def _dechunk(data: bytes) -> bytes:
 
 async def _subscribe(port: int, stream: Stream, since: list[float]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
-    writer.write(f"GET /v1/runs/{stream.run_id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    # streamMode=debug: every event of the log (the default `updates` leaves node events out).
+    writer.write(f"GET /v1/runs/{stream.run_id}/events?streamMode=debug HTTP/1.1\r\n"
+                 "Host: 127.0.0.1\r\n"
                  "Accept: text/event-stream\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
     assert b" 200 " in head.split(b"\r\n", 1)[0], head

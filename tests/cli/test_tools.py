@@ -89,7 +89,8 @@ def test_schema_is_valid_json_schema(wop: Wop) -> None:
     assert done.returncode == 0
     schema = json.loads(done.stdout)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert sorted(schema["properties"]) == ["council", "mcp", "members", "models", "rooms"]
+    assert sorted(schema["properties"]) == ["council", "decisions", "mcp", "members", "models",
+                                            "rooms"]
     import jsonschema
 
     jsonschema.Draft202012Validator.check_schema(schema)

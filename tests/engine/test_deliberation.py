@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from tests.conftest import MakeCouncil
 from tests.engine.helpers import Calls, dispatch_order, of_type, reply, say
 from wopdsl import Council, Post, Reply, Turn, ValidationError, Vote
 from wopdsl.protocol.check import check_events
 from wopdsl.protocol.check_v2 import check_events_v2
+from wopdsl.testing.snapshot import TextSnapshot
 
 
 def vote(decision: str, choice: Any, reason: str = "") -> Vote:
@@ -405,3 +407,33 @@ async def test_every_deliberation_fact_validates_in_v1_and_v2(db_path: Path) -> 
     events = list(run.events)
     assert check_events(events) == []
     assert check_events_v2(events) == []
+
+
+async def test_what_each_member_saw_is_locked_with_aliases(db_path: Path,
+                                                           snapshot: SnapshotAssertion) -> None:
+    """A syrupy snapshot of every input of a blind, anonymous debate, as members saw it."""
+    calls = Calls()
+    answers = {"cfo": [post("Hold: the runway. @cto?", "cto", votes=[vote("ship", "hold", "r")]),
+                       post("Still hold.", votes=[vote("ship", "hold", "r")])],
+               "cto": [post("Ship: tests are green.", votes=[vote("ship", "ship", "g")]),
+                       post("Ship, @cfo: rollback is ready.", "cfo",
+                            votes=[vote("ship", "ship", "g")])],
+               "cmo": [post("Hold: the campaign.", votes=[vote("ship", "hold", "c")]),
+                       post("Ship after all.", votes=[vote("ship", "ship", "c")])],
+               "chair": [reply("Ship; the CFO dissents.")]}
+    council = board(calls, answers, anonymous=True, chair="chair",
+                    decision={"options": ["ship", "hold"]})
+    run = await council.arun(store=db_path, run_id="board-0123456789abcdef",
+                             deterministic=True)
+
+    assert run.status == "completed"
+    views = []
+    for call in calls.log:
+        turn = call.input
+        views.append(f"== {turn.member}, turn {turn.turn}, rounds {turn.rounds}")
+        views += [f"  {m.sender} {m.id}{''.join(f' @{x}' for x in m.mentions)}: {m.text}"
+                  for m in turn.messages]
+        views += [f"  trigger {m.id}" for m in turn.triggers]
+        views += [f"  decision {json.dumps(d, sort_keys=True)}" for d in turn.decisions]
+    assert "\n".join(views) + "\n" == snapshot(extension_class=TextSnapshot)
+    assert run.transcript == snapshot

@@ -30,10 +30,10 @@ MANY = f'command = "python"\nargs = ["{MCP_SERVER}", "--many", "{{many}}"]'
 """The ``[mcp.big]`` table of a server listing ``many`` more tools."""
 
 
-PEAK_MB = 320
-"""A generous bound on the ``wop`` process's peak memory with 10,001 listed tools: the SDK's
-parse of the listing itself takes about 170 MB (~240 MB peak in all); offering them all to a
-model took 395 MB (issue 32)."""
+# No bound on the process's memory is asserted: the MCP SDK's own reading of one 10,001-tool
+# line peaks between ~110 MB and ~840 MB depending on how the pipe delivers it (a busy machine
+# hands it over in smaller chunks). What the cap prevents — every request to the model
+# carrying every tool's schema (395 MB, issue 32) — is asserted directly: no model call.
 
 
 async def test_a_listed_tool_and_a_python_tool_of_one_name_are_refused_in_either_order(
@@ -58,17 +58,13 @@ async def test_a_listed_tool_and_a_python_tool_of_one_name_are_refused_in_either
     assert server.requests == []  # no model was offered either
 
 
-def _wop_measured(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
-    """``wop ARGS`` in a child; also the child's peak resident memory in MB (its own only)."""
-    code = ("import resource, sys\nfrom wopdsl.cli import main\ncode = main(sys.argv[1:])\n"
-            "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
-            "print(f'peak-mb={peak}', file=sys.stderr)\nraise SystemExit(code)\n")
+def _wop(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``wop ARGS`` in a child process."""
+    code = "import sys\nfrom wopdsl.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
     env = {k: v for k, v in os.environ.items() if k != "WOP_STORE"}
     done = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
-    peak = [line for line in done.stderr.splitlines() if line.startswith("peak-mb=")]
-    assert peak, done.stderr
-    return done, int(peak[-1].removeprefix("peak-mb="))
+    return done
 
 
 def test_a_server_listing_10001_tools_is_refused_before_any_model_call(
@@ -83,13 +79,12 @@ def test_a_server_listing_10001_tools_is_refused_before_any_model_call(
                 "tool's schema")
     for command in (["validate", "council.toml"],
                     ["run", "council.toml", "--store", "runs.db"]):
-        done, peak = _wop_measured(*command, cwd=tmp_path)
+        done = _wop(*command, cwd=tmp_path)
         assert done.returncode == 2, done.stdout + done.stderr
         assert ("error[DECLARATION_INVALID]: invalid council declaration:\n"
                 in done.stderr), done.stderr
         assert expected in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
-        assert peak < PEAK_MB, f"wop {command[0]} peaked at {peak} MB"
     assert server.requests == []  # nothing was offered to a model
     store = SqliteStore(tmp_path / "runs.db")
     try:
@@ -102,17 +97,17 @@ def test_max_tools_raises_the_cap(tmp_path: Path) -> None:
     path = tmp_path / "council.toml"
     text = council_toml(MANY.format(many=130), '"mcp:big/*"', name="big")
     path.write_text(text, encoding="utf-8")
-    done, _ = _wop_measured("validate", "council.toml", cwd=tmp_path)
+    done = _wop("validate", "council.toml", cwd=tmp_path)
     assert done.returncode == 2 and "138 tools would be offered to the model, more than " \
         "max_tools = 128 (mcp:big/* lists 138)" in done.stderr, done.stderr
     path.write_text(text.replace('tools = ["mcp:big/*"]', 'tools = ["mcp:big/*"]\n'
                                  "max_tools = 138"), encoding="utf-8")
-    done, _ = _wop_measured("validate", "council.toml", cwd=tmp_path)
+    done = _wop("validate", "council.toml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("      tool t00") == 130
     assert "      tool t00130 (mcp:big/t00130; not idempotent; timeout 30 s)" in done.stdout
     path.write_text(text.replace("mcp:big/*", "mcp:big/nope"), encoding="utf-8")
-    done, _ = _wop_measured("validate", "council.toml", cwd=tmp_path)
+    done = _wop("validate", "council.toml", cwd=tmp_path)
     names = ", ".join(["big", "count", "die", "die_loudly", "die_once", "fail", "garbled",
                        "sleep", *(f"t{index:05d}" for index in range(1, 13))])
     assert done.returncode == 2 and ("sre: MCP server 'big' has no tool 'nope' (it lists: "

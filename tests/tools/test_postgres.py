@@ -323,7 +323,7 @@ def _approved_from_the_cli(served: Served, pg_url: str, tmp_path: Path,
     status, created, _ = served.request("POST", "/v1/runs", {"workflowId": "ops"})
     assert status == 201, created
     run_id = created["runId"]
-    served.wait_status(run_id, "waiting-input")
+    served.wait_status(run_id, "waiting-approval")  # only an approval waits
     assert effects_in(tmp_path / "effects.jsonl") == []
     approved = wop("approve", run_id, "--as", "oncall", "--store", pg_url, cwd=tmp_path,
                    env=env)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from wopdsl.engine._writer import EventWriter
-from wopdsl.model.deliberation import NO_MAJORITY, NO_QUORUM, TIED, tally
+from wopdsl.model.votes import NO_MAJORITY, NO_QUORUM, TIED, tally
 from wopdsl.protocol import payloads as p
 from wopdsl.state import DecisionState, RoomState
 

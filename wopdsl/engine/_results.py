@@ -10,8 +10,8 @@ from pydantic import ValidationError as PydanticValidationError
 from wopdsl.compile.graph import CompiledMember, CouncilGraph
 from wopdsl.errors import TurnError
 from wopdsl.model.aliases import resolve_alias
-from wopdsl.model.deliberation import MAX_REASON_CHARS, choice_problem
 from wopdsl.model.turns import Reply
+from wopdsl.model.votes import MAX_REASON_CHARS, choice_problem
 from wopdsl.protocol.bounds import field_path, json_problem
 from wopdsl.state import CouncilState
 

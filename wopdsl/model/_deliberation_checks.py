@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from wopdsl.errors import Problem
 from wopdsl.model.debate import voters_of
-from wopdsl.model.deliberation import RESERVED_MEMBER_IDS, choice_problem
 from wopdsl.model.spec import CouncilSpec, DecisionSpec, RoomSpec
+from wopdsl.model.votes import RESERVED_MEMBER_IDS, choice_problem
 
 __all__ = ["check_deliberation"]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from wopdsl.model.deliberation import tally
+from wopdsl.model.votes import tally
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
 from wopdsl.state import CouncilState, DecisionState

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from wopdsl.model.deliberation import MAX_REASON_CHARS, choice_problem
+from wopdsl.model.votes import MAX_REASON_CHARS, choice_problem
 
 __all__ = ["VOTE_FIELDS", "VoteOffer", "VoteProblem", "check_votes", "offers_of",
            "votes_schema"]
