@@ -210,3 +210,46 @@ def test_tracing_trouble_never_stops_a_run(tmp_path: Path, receiver: OtlpReceive
     assert done.stderr.count("live tracing is off: max_queue_size") == 1
     assert "Traceback" not in done.stderr
     assert receiver.spans == []
+
+
+# Runs `wop` where no OpenTelemetry module can be imported (as without the otel extra).
+_NO_OTEL = """
+import runpy, sys
+
+class NoOpenTelemetry:
+    def find_spec(self, name, path=None, target=None):
+        if name == "opentelemetry" or name.startswith("opentelemetry."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoOpenTelemetry())
+sys.argv = ["wop", *sys.argv[1:]]
+try:
+    runpy.run_module("wopdsl", run_name="__main__")
+finally:
+    assert not [m for m in sys.modules if m.startswith("opentelemetry")]
+"""
+
+
+def test_trace_tree_works_without_the_otel_extra(tmp_path: Path, otel_env: dict[str, str],
+                                                 release_team: Path) -> None:
+    assert _wop(tmp_path, otel_env, "run", str(release_team), "--run-id", "x").returncode == 0
+    with_otel = _wop(tmp_path, otel_env, "trace", "x", "--tree")
+    assert with_otel.returncode == 0, with_otel.stderr
+
+    def bare(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _NO_OTEL, *args], cwd=tmp_path,
+                              env=otel_env, capture_output=True, text=True, encoding="utf-8",
+                              timeout=120, check=False)
+
+    probe = subprocess.run([sys.executable, "-c", _NO_OTEL.split("sys.argv")[0] +
+                            "import opentelemetry"], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert "No module named 'opentelemetry'" in probe.stderr  # the shim does block it
+    tree = bare("trace", "x", "--tree")
+    assert tree.returncode == 0, tree.stderr
+    assert tree.stdout == with_otel.stdout  # the very same tree, nothing imported
+    assert tree.stdout.startswith("invoke_workflow release-team  +0 ms")
+    export = bare("trace", "x")
+    assert export.returncode == 2 and "error[OTEL_MISSING]" in export.stderr
+    assert "--tree" in export.stderr and "Traceback" not in export.stderr

@@ -232,3 +232,18 @@ def test_the_finish_reason_is_what_follows_the_call(kind: str, payload: dict[str
     from wopdsl.projections.trace._calls import finish_reason
 
     assert finish_reason({"type": kind, "payload": payload}) == reason  # type: ignore[typeddict-item]
+
+
+def test_attribute_names_are_the_semantic_conventions() -> None:
+    # The span derivation keeps its names without importing OpenTelemetry (`wop trace
+    # --tree` needs no extra): each one is the semantic-conventions package's constant.
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+    from opentelemetry.semconv.attributes import error_attributes
+
+    from wopdsl.projections.trace import _names
+
+    names = {name: value for name, value in vars(_names).items() if name.isupper()}
+    assert len(names) > 20
+    for name, value in names.items():
+        source = error_attributes if name.startswith("ERROR_") else gen_ai_attributes
+        assert getattr(source, name) == value, name

@@ -41,21 +41,22 @@ def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
     from wopdsl.projections.trace import OTEL_MISSING, otel_installed
 
     store = ctx.require_run(args.run, read_only=True)
-    if not otel_installed():
-        raise CommandError("OTEL_MISSING", OTEL_MISSING,
-                           hint="the OpenTelemetry SDK and OTLP exporter ship as an extra")
     from wopdsl.projections.trace.derive import TraceProjection
 
     projection = TraceProjection()
     spans = [span for event in store.read(args.run) for span in projection.apply(event)]
     spans.extend(projection.finish())
     trace_hex = f"{projection.trace_id:032x}"
-    if args.tree:
+    if args.tree:  # only prints: no OpenTelemetry needed
         from wopdsl.projections.trace.tree import render_tree
 
         ctx.out.write(render_tree(spans))
         ctx.out.flush()
         return EXIT_OK
+    if not otel_installed():
+        raise CommandError("OTEL_MISSING", OTEL_MISSING,
+                           hint="the OpenTelemetry SDK and OTLP exporter ship as an extra "
+                                "(`wop trace RUN --tree` prints the spans without it)")
     from wopdsl.projections.trace.otlp import SpanWriter
 
     writer = SpanWriter(args.endpoint)
