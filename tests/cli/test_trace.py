@@ -196,6 +196,12 @@ def test_trace_command_errors(tmp_path: Path, otel_env: dict[str, str],
                    url.replace("http://", "http://user:pa55word@") + "/v1/traces")
     assert refused.returncode == 1
     assert "error[TRACE_EXPORT_FAILED]" in refused.stderr
+    assert "did not take the 4 spans of run x: it refused the connection" in refused.stderr
+    assert "Transient error" not in refused.stderr  # no raw SDK line
+    with OtlpReceiver() as rx:  # a full traces URL the collector does not serve
+        wrong = _wop(tmp_path, {**otel_env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
+                                rx.endpoint + "/v1/wrong"}, "trace", "x")
+    assert wrong.returncode == 1 and "of run x: it answered HTTP 404" in wrong.stderr
     assert "pa55word" not in refused.stdout + refused.stderr
     assert "Traceback" not in refused.stderr
 

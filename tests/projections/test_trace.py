@@ -211,9 +211,11 @@ async def test_a_run_driven_here_exports_live(receiver: OtlpReceiver, tmp_path: 
         assert run.status == "completed"
     finally:
         store.close()
-    names = sorted(s.name for s in receiver.spans)
-    assert names == ["invoke_agent a", "invoke_agent b", "invoke_workflow here"]
-    assert {s.trace_id for s in receiver.spans} == {f"{trace_id('nb'):032x}"}
+    # The spans go out on the writer's own thread: the run did not wait for them.
+    spans = receiver.wait_for(3)
+    assert sorted(s.name for s in spans) == ["invoke_agent a", "invoke_agent b",
+                                             "invoke_workflow here"]
+    assert {s.trace_id for s in spans} == {f"{trace_id('nb'):032x}"}
 
 
 @pytest.mark.parametrize(("kind", "payload", "reason"), [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from urllib.parse import urlsplit, urlunsplit
 
 from wopdsl.cli._output import EXIT_FAILED, EXIT_OK, CommandError, print_json
 from wopdsl.cli._targets import Context
@@ -39,6 +38,7 @@ def cmd_diff(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
     """``wop trace RUN``: export the run's spans to an OTLP endpoint (or print them)."""
     from wopdsl.projections.trace import OTEL_MISSING, otel_installed
+    from wopdsl.projections.trace.urls import shown_url
 
     store = ctx.require_run(args.run, read_only=True)
     from wopdsl.projections.trace.derive import TraceProjection
@@ -57,19 +57,20 @@ def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
         raise CommandError("OTEL_MISSING", OTEL_MISSING,
                            hint="the OpenTelemetry SDK and OTLP exporter ship as an extra "
                                 "(`wop trace RUN --tree` prints the spans without it)")
-    from wopdsl.projections.trace.otlp import SpanWriter
+    from wopdsl.projections.trace.writer import SpanWriter
 
-    writer = SpanWriter(args.endpoint)
+    writer = SpanWriter(args.endpoint, report=False)
     try:
         writer.write(projection.trace_id, spans)
-        flushed = writer.flush()
+        flushed, problem = writer.flush(), writer.outbox.problem
     finally:
-        writer.close()
-    endpoint = _shown(writer.endpoint)
-    if not flushed or writer.exporter.failed:
+        writer.close(0.0)
+    endpoint = shown_url(writer.endpoint)
+    if not flushed:
+        why = f": it {problem}" if problem else ""
         raise CommandError(
             "TRACE_EXPORT_FAILED", f"the OTLP endpoint {endpoint} did not take the "
-            f"{len(spans)} spans of run {args.run}",
+            f"{len(spans)} spans of run {args.run}{why}",
             hint="check that a collector listens there (OTEL_EXPORTER_OTLP_ENDPOINT or "
                  "--endpoint) and its headers (OTEL_EXPORTER_OTLP_HEADERS)",
             exit_code=EXIT_FAILED)
@@ -80,12 +81,3 @@ def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
         print(f"exported {len(spans)} spans of run {args.run} (trace {trace_hex}) to "
               f"{endpoint}", file=ctx.out, flush=True)
     return EXIT_OK
-
-
-def _shown(url: str) -> str:
-    """``url`` fit to print: a password in it becomes ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
