@@ -218,6 +218,19 @@ def test_tracing_trouble_never_stops_a_run(tmp_path: Path, receiver: OtlpReceive
     assert receiver.spans == []
 
 
+@pytest.mark.parametrize("suffix", ["", "/", "/v1/traces"])
+def test_trace_endpoint_takes_the_base_url(tmp_path: Path, receiver: OtlpReceiver,
+                                           otel_env: dict[str, str], release_team: Path,
+                                           suffix: str) -> None:
+    # `--endpoint` reads like OTEL_EXPORTER_OTLP_ENDPOINT (a base URL); a full traces URL
+    # still works. (Before, a base URL was posted to as it was: the collector said 404.)
+    assert _wop(tmp_path, otel_env, "run", str(release_team), "--run-id", "x").returncode == 0
+    done = _wop(tmp_path, otel_env, "trace", "x", "--endpoint", receiver.endpoint + suffix)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(f" to {receiver.endpoint}/v1/traces")
+    assert len(receiver.spans) == int(done.stdout.split()[1])
+
+
 # Runs `wop` where no OpenTelemetry module can be imported (as without the otel extra).
 _NO_OTEL = """
 import runpy, sys

@@ -38,7 +38,7 @@ def cmd_diff(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
     """``wop trace RUN``: export the run's spans to an OTLP endpoint (or print them)."""
     from wopdsl.projections.trace import OTEL_MISSING, otel_installed
-    from wopdsl.projections.trace.urls import shown_url
+    from wopdsl.projections.trace.urls import shown_url, traces_url
 
     store = ctx.require_run(args.run, read_only=True)
     from wopdsl.projections.trace.derive import TraceProjection
@@ -59,7 +59,7 @@ def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
                                 "(`wop trace RUN --tree` prints the spans without it)")
     from wopdsl.projections.trace.writer import SpanWriter
 
-    writer = SpanWriter(args.endpoint, report=False)
+    writer = SpanWriter(traces_url(args.endpoint) if args.endpoint else None, report=False)
     try:
         writer.write(projection.trace_id, spans)
         flushed, problem = writer.flush(), writer.outbox.problem
@@ -72,7 +72,8 @@ def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
             "TRACE_EXPORT_FAILED", f"the OTLP endpoint {endpoint} did not take the "
             f"{len(spans)} spans of run {args.run}{why}",
             hint="check that a collector listens there (OTEL_EXPORTER_OTLP_ENDPOINT or "
-                 "--endpoint) and its headers (OTEL_EXPORTER_OTLP_HEADERS)",
+                 "--endpoint, both a base URL such as http://localhost:4318) and its "
+                 "headers (OTEL_EXPORTER_OTLP_HEADERS)",
             exit_code=EXIT_FAILED)
     if args.json:
         print_json({"runId": args.run, "traceId": trace_hex, "spans": len(spans),

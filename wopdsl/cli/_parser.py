@@ -224,9 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
               "endpoint (needs the otel extra; --tree does not)")
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("--endpoint", metavar="URL",
-                     help="OTLP/HTTP traces URL (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
+                     help="the collector's OTLP/HTTP base URL, as $OTEL_EXPORTER_OTLP_ENDPOINT "
+                          "takes it (http://localhost:4318; /v1/traces is added unless the "
+                          "URL ends with it). Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
                           "$OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, else "
-                          "http://localhost:4318/v1/traces)")
+                          "http://localhost:4318/v1/traces")
     cmd.add_argument("--tree", action="store_true",
                      help="print the span tree instead of exporting it (works without the "
                           "otel extra)")

@@ -1,10 +1,22 @@
-"""OTLP endpoint URLs: a URL fit to print."""
+"""OTLP endpoint URLs: the traces URL of a base URL, and a URL fit to print."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["shown_url"]
+__all__ = ["shown_url", "traces_url"]
+
+
+def traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL of ``endpoint``, read as ``OTEL_EXPORTER_OTLP_ENDPOINT`` is.
+
+    A base URL (``http://collector:4318``) gets ``/v1/traces``; a URL that already ends with
+    ``/v1/traces`` is kept as it is.
+    """
+    parts = urlsplit(endpoint.strip())
+    if parts.path.rstrip("/").endswith("/v1/traces"):
+        return endpoint.strip()
+    return urlunsplit(parts._replace(path=parts.path.removesuffix("/") + "/v1/traces"))
 
 
 def shown_url(url: str) -> str:
