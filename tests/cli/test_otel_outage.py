@@ -6,7 +6,6 @@ scripted model server, a real socket server that accepts and never answers."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import subprocess
 import sys
@@ -20,13 +19,11 @@ pytest.importorskip("opentelemetry.sdk", reason="the otel extra (wopdsl[otel]) i
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
 from tests.cli.conftest import REPO, stored_events
+from tests.cli.test_trace import HEADER_SECRET, SENTINEL, child_env
 from tests.projections.otlp_receiver import HangingCollector, closed_endpoint
 from wopdsl._ids import parse_iso_ms
 from wopdsl.testing.model_server import Answer, CapturedRequest, ScriptedModelServer
 from wopdsl.testing.review_answers import review_answer
-
-SENTINEL = "sk-SENTINEL-outage-7d1f3b5a9c2e4f60"
-HEADER_SECRET = "collector-secret-4e6a8c0b2d"
 
 
 @dataclasses.dataclass
@@ -42,8 +39,7 @@ class Timed:
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A `wop` child's environment: the model server (each answer takes 0.25 s), a key and a
-    collector header; no OTEL_* setting of this machine."""
+    """A `wop` child's environment (:func:`child_env`), each model answer taking 0.25 s."""
 
     def slow(request: CapturedRequest) -> Answer:
         answer = review_answer(request)
@@ -52,12 +48,8 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
     with ScriptedModelServer() as server:
         server.default = slow
-        child = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "WOP_"))}
-        child.update({"PYTHONIOENCODING": "utf-8", "OPENAI_BASE_URL": server.url,
-                      "OPENAI_API_KEY": SENTINEL,
-                      "OTEL_EXPORTER_OTLP_HEADERS": f"x-collector-token={HEADER_SECRET}"})
         shutil.copy(REPO / "councils" / "llm-review.toml", tmp_path)
-        yield child
+        yield child_env(server.url)
 
 
 def _run(tmp_path: Path, env: dict[str, str], run_id: str, *flags: str) -> Timed:

@@ -33,18 +33,24 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield rx
 
 
+def child_env(model_url: str) -> dict[str, str]:
+    """A `wop` child's environment: the model server, a key and a collector header, and none
+    of this machine's OTEL_* or WOP_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "WOP_"))}
+    env.update({"PYTHONIOENCODING": "utf-8", "OPENAI_BASE_URL": model_url,
+                "OPENAI_API_KEY": SENTINEL,
+                "OTEL_EXPORTER_OTLP_HEADERS": f"x-collector-token={HEADER_SECRET}"})
+    return env
+
+
 @pytest.fixture
 def otel_env(receiver: OtlpReceiver, tmp_path: Path) -> Iterator[dict[str, str]]:
     """The environment of a `wop` child: OTLP endpoint, model server, key, collector header."""
     with ScriptedModelServer() as server:
         server.default = review_answer
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "WOP_"))}
-        env.update({"PYTHONIOENCODING": "utf-8", "OPENAI_BASE_URL": server.url,
-                    "OPENAI_API_KEY": SENTINEL,
-                    "OTEL_EXPORTER_OTLP_HEADERS": f"x-collector-token={HEADER_SECRET}"})
         (tmp_path / "llm").mkdir()
         shutil.copy(REPO / "councils" / "llm-review.toml", tmp_path / "llm")
-        yield env
+        yield child_env(server.url)
 
 
 def _wop(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

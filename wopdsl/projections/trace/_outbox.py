@@ -43,6 +43,7 @@ class Sender(Protocol):
     def shutdown(self) -> None:
         """Stop: a retry in progress ends now."""
 
+
 _log = logging.getLogger("wopdsl.trace")
 
 
