@@ -65,11 +65,11 @@ def _run(tmp_path: Path, env: dict[str, str], run_id: str, *flags: str) -> Timed
     return Timed(done, last - started, ended - last, ended - began)
 
 
-def _pairs(tmp_path: Path, env: dict[str, str], traced: dict[str, str],
-           tag: str) -> tuple[list[Timed], list[Timed]]:
-    """Two runs without telemetry and two with, interleaved (a busy machine slows both)."""
+def _pairs(tmp_path: Path, env: dict[str, str], traced: dict[str, str], tag: str,
+           count: int = 2) -> tuple[list[Timed], list[Timed]]:
+    """Runs without telemetry and with, interleaved (a busy machine slows both)."""
     plain, otel = [], []
-    for index in range(2):
+    for index in range(count):
         plain.append(_run(tmp_path, env, f"plain-{tag}{index}"))
         otel.append(_run(tmp_path, traced, f"otel-{tag}{index}", "--otel"))
     return plain, otel
@@ -112,11 +112,16 @@ def test_no_collector_costs_a_run_little_and_one_line(tmp_path: Path,
                                                       env: dict[str, str]) -> None:
     # Before: ~10 s of exporter retries at the end of each run, and their raw SDK lines.
     endpoint = closed_endpoint().replace("http://", "http://otel:pa55word@")
-    plain, otel = _pairs(tmp_path, env, {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, "n")
-    # From the run's start to the process gone (loading OpenTelemetry before the run starts
-    # is what --otel costs with any collector): at most a second more, the best of two.
-    best_plain, best_otel = (min(t.run + t.exit for t in ts) for ts in (plain, otel))
-    assert best_otel <= best_plain + 1.0, (plain, otel)
+    plain, otel = _pairs(tmp_path, env, {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, "n",
+                         count=3)
+    # The best of three each (a busy machine's stalls do not decide): the run no slower
+    # (within 1.2x, plus a second of noise), its exit at most a second longer (the waiting
+    # was there). Loading OpenTelemetry, before the run starts, is what --otel costs with
+    # any collector.
+    best_plain, best_otel = (min(t.run for t in ts) for ts in (plain, otel))
+    assert best_otel <= 1.2 * best_plain + 1.0, (plain, otel)
+    exit_plain, exit_otel = (min(t.exit for t in ts) for ts in (plain, otel))
+    assert exit_otel <= exit_plain + 1.0, (plain, otel)
     line = _said_once(otel)
     shown = endpoint.replace("pa55word", "***")
     assert line.startswith(f"wopdsl tracing: dropped 7 spans: the OpenTelemetry collector at "
