@@ -134,8 +134,8 @@ class Outbox:
 
     @property
     def problem(self) -> str | None:
-        """Why the last export failed (``None`` after a success)."""
-        return self._problem
+        """Why the last export failed (``None`` after a success), fit to print."""
+        return None if self._problem is None else self._hidden(self._problem)
 
     def put(self, items: Iterable[Item]) -> None:
         """Queue spans (never blocks; a full or closed outbox drops them and counts)."""
