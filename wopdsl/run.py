@@ -29,6 +29,7 @@ from wopdsl.store import EventStore, open_store, require_run
 
 if TYPE_CHECKING:
     from wopdsl.projections.diff import RunDiff
+    from wopdsl.projections.trace.live import LiveTrace
 
 __all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
 
@@ -56,6 +57,7 @@ class Run:
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
         # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
+        self._live: LiveTrace | None = None  # one for all drives: no span is sent twice
 
     # -- state, read from the log ----------------------------------------------------------
 
@@ -160,7 +162,7 @@ class Run:
         started = self._started = asyncio.Event()
 
         async def go() -> RunStatus:
-            trace = live_trace(self.store, self.run_id, self._traced)
+            trace = self._trace()
             try:
                 if start:
                     await engine.start()
@@ -179,6 +181,12 @@ class Run:
                     self._traced = await trace.stop()
 
         self._task = asyncio.ensure_future(go())
+
+    def _trace(self) -> LiveTrace | None:
+        """This handle's live trace, started for one more drive (``None``: not exporting)."""
+        if self._live is None:
+            self._live = live_trace(self.store, self.run_id, self._traced)
+        return self._live.start() if self._live is not None else None
 
     async def _watch(self) -> RunStatus:
         """Follow the log until the run stops (for a run another driver executes)."""

@@ -33,18 +33,24 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield rx
 
 
+def child_env(model_url: str) -> dict[str, str]:
+    """A `wop` child's environment: the model server, a key and a collector header, and none
+    of this machine's OTEL_* or WOP_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "WOP_"))}
+    env.update({"PYTHONIOENCODING": "utf-8", "OPENAI_BASE_URL": model_url,
+                "OPENAI_API_KEY": SENTINEL,
+                "OTEL_EXPORTER_OTLP_HEADERS": f"x-collector-token={HEADER_SECRET}"})
+    return env
+
+
 @pytest.fixture
 def otel_env(receiver: OtlpReceiver, tmp_path: Path) -> Iterator[dict[str, str]]:
     """The environment of a `wop` child: OTLP endpoint, model server, key, collector header."""
     with ScriptedModelServer() as server:
         server.default = review_answer
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "WOP_"))}
-        env.update({"PYTHONIOENCODING": "utf-8", "OPENAI_BASE_URL": server.url,
-                    "OPENAI_API_KEY": SENTINEL,
-                    "OTEL_EXPORTER_OTLP_HEADERS": f"x-collector-token={HEADER_SECRET}"})
         (tmp_path / "llm").mkdir()
         shutil.copy(REPO / "councils" / "llm-review.toml", tmp_path / "llm")
-        yield env
+        yield child_env(server.url)
 
 
 def _wop(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -196,6 +202,12 @@ def test_trace_command_errors(tmp_path: Path, otel_env: dict[str, str],
                    url.replace("http://", "http://user:pa55word@") + "/v1/traces")
     assert refused.returncode == 1
     assert "error[TRACE_EXPORT_FAILED]" in refused.stderr
+    assert "did not take the 4 spans of run x: it refused the connection" in refused.stderr
+    assert "Transient error" not in refused.stderr  # no raw SDK line
+    with OtlpReceiver() as rx:  # a full traces URL the collector does not serve
+        wrong = _wop(tmp_path, {**otel_env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
+                                rx.endpoint + "/v1/wrong"}, "trace", "x")
+    assert wrong.returncode == 1 and "of run x: it answered HTTP 404" in wrong.stderr
     assert "pa55word" not in refused.stdout + refused.stderr
     assert "Traceback" not in refused.stderr
 
@@ -210,3 +222,59 @@ def test_tracing_trouble_never_stops_a_run(tmp_path: Path, receiver: OtlpReceive
     assert done.stderr.count("live tracing is off: max_queue_size") == 1
     assert "Traceback" not in done.stderr
     assert receiver.spans == []
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1/traces"])
+def test_trace_endpoint_takes_the_base_url(tmp_path: Path, receiver: OtlpReceiver,
+                                           otel_env: dict[str, str], release_team: Path,
+                                           suffix: str) -> None:
+    # `--endpoint` reads like OTEL_EXPORTER_OTLP_ENDPOINT (a base URL); a full traces URL
+    # still works. (Before, a base URL was posted to as it was: the collector said 404.)
+    assert _wop(tmp_path, otel_env, "run", str(release_team), "--run-id", "x").returncode == 0
+    done = _wop(tmp_path, otel_env, "trace", "x", "--endpoint", receiver.endpoint + suffix)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(f" to {receiver.endpoint}/v1/traces")
+    assert len(receiver.spans) == int(done.stdout.split()[1])
+
+
+# Runs `wop` where no OpenTelemetry module can be imported (as without the otel extra).
+_NO_OTEL = """
+import runpy, sys
+
+class NoOpenTelemetry:
+    def find_spec(self, name, path=None, target=None):
+        if name == "opentelemetry" or name.startswith("opentelemetry."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoOpenTelemetry())
+sys.argv = ["wop", *sys.argv[1:]]
+try:
+    runpy.run_module("wopdsl", run_name="__main__")
+finally:
+    assert not [m for m in sys.modules if m.startswith("opentelemetry")]
+"""
+
+
+def test_trace_tree_works_without_the_otel_extra(tmp_path: Path, otel_env: dict[str, str],
+                                                 release_team: Path) -> None:
+    assert _wop(tmp_path, otel_env, "run", str(release_team), "--run-id", "x").returncode == 0
+    with_otel = _wop(tmp_path, otel_env, "trace", "x", "--tree")
+    assert with_otel.returncode == 0, with_otel.stderr
+
+    def bare(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _NO_OTEL, *args], cwd=tmp_path,
+                              env=otel_env, capture_output=True, text=True, encoding="utf-8",
+                              timeout=120, check=False)
+
+    probe = subprocess.run([sys.executable, "-c", _NO_OTEL.split("sys.argv")[0] +
+                            "import opentelemetry"], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert "No module named 'opentelemetry'" in probe.stderr  # the shim does block it
+    tree = bare("trace", "x", "--tree")
+    assert tree.returncode == 0, tree.stderr
+    assert tree.stdout == with_otel.stdout  # the very same tree, nothing imported
+    assert tree.stdout.startswith("invoke_workflow release-team  +0 ms")
+    export = bare("trace", "x")
+    assert export.returncode == 2 and "error[OTEL_MISSING]" in export.stderr
+    assert "--tree" in export.stderr and "Traceback" not in export.stderr

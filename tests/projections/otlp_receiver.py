@@ -6,8 +6,11 @@ It stands in for a collector (Jaeger, Tempo …): ``POST /v1/traces`` bodies are
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import socket
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,12 +53,17 @@ def _attributes(items: Any) -> dict[str, Any]:
 
 
 class OtlpReceiver:
-    """``with OtlpReceiver() as receiver:`` … ``receiver.spans``; ``receiver.endpoint``."""
+    """``with OtlpReceiver() as receiver:`` … ``receiver.spans``; ``receiver.endpoint``.
 
-    def __init__(self) -> None:
+    ``delay``: seconds it takes to answer each request after keeping its spans (a slow
+    collector).
+    """
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.spans: list[Received] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -83,6 +91,7 @@ class OtlpReceiver:
                     self.end_headers()
                     return
                 receiver._take(dict(self.headers), body)
+                time.sleep(receiver.delay)
                 reply = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("content-type", "application/x-protobuf")
@@ -120,3 +129,50 @@ class OtlpReceiver:
         with self._lock:
             self.requests.append((headers, body))
             self.spans.extend(spans)
+            self._lock.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 30) -> list[Received]:
+        """Wait until ``count`` spans arrived (spans go out on the exporter's own thread,
+        after the run that made them may have returned); return those received so far."""
+        with self._lock:
+            self._lock.wait_for(lambda: len(self.spans) >= count, timeout)
+            return list(self.spans)
+
+
+class HangingCollector:
+    """``with HangingCollector() as collector:`` a socket server on loopback that accepts
+    every connection and never answers (a collector that hangs); ``collector.endpoint``."""
+
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        """The base URL (what ``OTEL_EXPORTER_OTLP_ENDPOINT`` takes)."""
+        self._held: list[socket.socket] = []
+        self.accepted = 0
+
+    def __enter__(self) -> HangingCollector:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed: the test is over
+                return
+            self._held.append(conn)  # held open, never read from nor answered
+            self.accepted += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self._sock.close()
+        for conn in self._held:
+            conn.close()
+
+
+def closed_endpoint() -> str:
+    """A loopback base URL where nothing listens (a collector that is not running)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"

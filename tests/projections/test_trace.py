@@ -211,9 +211,11 @@ async def test_a_run_driven_here_exports_live(receiver: OtlpReceiver, tmp_path: 
         assert run.status == "completed"
     finally:
         store.close()
-    names = sorted(s.name for s in receiver.spans)
-    assert names == ["invoke_agent a", "invoke_agent b", "invoke_workflow here"]
-    assert {s.trace_id for s in receiver.spans} == {f"{trace_id('nb'):032x}"}
+    # The spans go out on the writer's own thread: the run did not wait for them.
+    spans = receiver.wait_for(3)
+    assert sorted(s.name for s in spans) == ["invoke_agent a", "invoke_agent b",
+                                             "invoke_workflow here"]
+    assert {s.trace_id for s in spans} == {f"{trace_id('nb'):032x}"}
 
 
 @pytest.mark.parametrize(("kind", "payload", "reason"), [
@@ -232,3 +234,18 @@ def test_the_finish_reason_is_what_follows_the_call(kind: str, payload: dict[str
     from wopdsl.projections.trace._calls import finish_reason
 
     assert finish_reason({"type": kind, "payload": payload}) == reason  # type: ignore[typeddict-item]
+
+
+def test_attribute_names_are_the_semantic_conventions() -> None:
+    # The span derivation keeps its names without importing OpenTelemetry (`wop trace
+    # --tree` needs no extra): each one is the semantic-conventions package's constant.
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+    from opentelemetry.semconv.attributes import error_attributes
+
+    from wopdsl.projections.trace import _names
+
+    names = {name: value for name, value in vars(_names).items() if name.isupper()}
+    assert len(names) > 20
+    for name, value in names.items():
+        source = error_attributes if name.startswith("ERROR_") else gen_ai_attributes
+        assert getattr(source, name) == value, name

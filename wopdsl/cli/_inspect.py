@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from urllib.parse import urlsplit, urlunsplit
 
 from wopdsl.cli._output import EXIT_FAILED, EXIT_OK, CommandError, print_json
 from wopdsl.cli._targets import Context
@@ -39,38 +38,42 @@ def cmd_diff(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
     """``wop trace RUN``: export the run's spans to an OTLP endpoint (or print them)."""
     from wopdsl.projections.trace import OTEL_MISSING, otel_installed
+    from wopdsl.projections.trace.urls import shown_url, traces_url
 
     store = ctx.require_run(args.run, read_only=True)
-    if not otel_installed():
-        raise CommandError("OTEL_MISSING", OTEL_MISSING,
-                           hint="the OpenTelemetry SDK and OTLP exporter ship as an extra")
     from wopdsl.projections.trace.derive import TraceProjection
 
     projection = TraceProjection()
     spans = [span for event in store.read(args.run) for span in projection.apply(event)]
     spans.extend(projection.finish())
     trace_hex = f"{projection.trace_id:032x}"
-    if args.tree:
+    if args.tree:  # only prints: no OpenTelemetry needed
         from wopdsl.projections.trace.tree import render_tree
 
         ctx.out.write(render_tree(spans))
         ctx.out.flush()
         return EXIT_OK
-    from wopdsl.projections.trace.otlp import SpanWriter
+    if not otel_installed():
+        raise CommandError("OTEL_MISSING", OTEL_MISSING,
+                           hint="the OpenTelemetry SDK and OTLP exporter ship as an extra "
+                                "(`wop trace RUN --tree` prints the spans without it)")
+    from wopdsl.projections.trace.writer import SpanWriter
 
-    writer = SpanWriter(args.endpoint)
+    writer = SpanWriter(traces_url(args.endpoint) if args.endpoint else None, report=False)
     try:
         writer.write(projection.trace_id, spans)
-        flushed = writer.flush()
+        flushed, problem = writer.flush(), writer.outbox.problem
     finally:
-        writer.close()
-    endpoint = _shown(writer.endpoint)
-    if not flushed or writer.exporter.failed:
+        writer.close(0.0)
+    endpoint = shown_url(writer.endpoint)
+    if not flushed:
+        why = f": it {problem}" if problem else ""
         raise CommandError(
             "TRACE_EXPORT_FAILED", f"the OTLP endpoint {endpoint} did not take the "
-            f"{len(spans)} spans of run {args.run}",
+            f"{len(spans)} spans of run {args.run}{why}",
             hint="check that a collector listens there (OTEL_EXPORTER_OTLP_ENDPOINT or "
-                 "--endpoint) and its headers (OTEL_EXPORTER_OTLP_HEADERS)",
+                 "--endpoint, both a base URL such as http://localhost:4318) and its "
+                 "headers (OTEL_EXPORTER_OTLP_HEADERS)",
             exit_code=EXIT_FAILED)
     if args.json:
         print_json({"runId": args.run, "traceId": trace_hex, "spans": len(spans),
@@ -79,12 +82,3 @@ def cmd_trace(ctx: Context, args: argparse.Namespace) -> int:
         print(f"exported {len(spans)} spans of run {args.run} (trace {trace_hex}) to "
               f"{endpoint}", file=ctx.out, flush=True)
     return EXIT_OK
-
-
-def _shown(url: str) -> str:
-    """``url`` fit to print: a password in it becomes ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

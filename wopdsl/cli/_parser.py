@@ -245,14 +245,17 @@ def build_parser() -> argparse.ArgumentParser:
     _json_flag(cmd, "print the comparison as JSON (see docs/guides/diff.md)")
 
     cmd = add("trace", _inspect.cmd_trace, "export a run's OpenTelemetry spans to an OTLP "
-              "endpoint (needs the otel extra)")
+              "endpoint (needs the otel extra; --tree does not)")
     cmd.add_argument("run", metavar="RUN")
     cmd.add_argument("--endpoint", metavar="URL",
-                     help="OTLP/HTTP traces URL (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
+                     help="the collector's OTLP/HTTP base URL, as $OTEL_EXPORTER_OTLP_ENDPOINT "
+                          "takes it (http://localhost:4318; /v1/traces is added unless the "
+                          "URL ends with it). Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
                           "$OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, else "
-                          "http://localhost:4318/v1/traces)")
+                          "http://localhost:4318/v1/traces")
     cmd.add_argument("--tree", action="store_true",
-                     help="print the span tree instead of exporting it")
+                     help="print the span tree instead of exporting it (works without the "
+                          "otel extra)")
     _json_flag(cmd, "print {runId, traceId, spans, endpoint} as JSON")
 
     cmd = add("tui", _commands.cmd_tui, "the terminal UI (needs the tui extra)")

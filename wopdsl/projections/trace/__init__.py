@@ -61,18 +61,21 @@ def otel_installed() -> bool:
 
 
 def live_trace(store: EventStore, run_id: str, after: int) -> LiveTrace | None:
-    """Start exporting a run's spans live, if :func:`export_configured`; else ``None``.
+    """A live export of a run's spans, if :func:`export_configured`; else ``None``.
 
-    Call it inside the running event loop; ``await trace.stop()`` when the drive ends. With
-    the ``otel`` extra missing, it logs a warning once and exports nothing.
+    ``trace.start()`` inside the running event loop when a drive begins, ``await
+    trace.stop()`` when it ends; keep one per run handle for all its drives. With the
+    ``otel`` extra missing, it logs a warning once and exports nothing.
     """
     global _warned
     if not export_configured():
         return None
     try:
+        if not otel_installed():
+            raise ModuleNotFoundError(OTEL_MISSING, name="opentelemetry")
         from wopdsl.projections.trace.live import LiveTrace
 
-        return LiveTrace(store, run_id, after).start()
+        return LiveTrace(store, run_id, after)
     except Exception as exc:  # tracing never stops a run: say why once, export nothing
         if not _warned:
             _warned = True

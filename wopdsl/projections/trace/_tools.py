@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
-from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
-
+from wopdsl.projections.trace import _names as gen_ai
 from wopdsl.projections.trace._calls import Member, Turn
+from wopdsl.projections.trace._names import ERROR_TYPE
 from wopdsl.projections.trace.spans import AttrValue, SpanEvent, SpanSpec, span_id
 from wopdsl.protocol.envelope import RunEventDoc
 

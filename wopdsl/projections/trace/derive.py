@@ -27,11 +27,10 @@ it saw happen, and a fork exports nothing of the log it copied from its source.
 
 from __future__ import annotations
 
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
-from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
-
 from wopdsl._ids import event_id, parse_iso_ms
+from wopdsl.projections.trace import _names as gen_ai
 from wopdsl.projections.trace._calls import Member, ModelCalls, Turn, finish_reason
+from wopdsl.projections.trace._names import ERROR_TYPE
 from wopdsl.projections.trace._tools import ToolSpans
 from wopdsl.projections.trace.spans import AttrValue, SpanEvent, SpanLink, SpanSpec, span_id
 from wopdsl.projections.trace.spans import trace_id as trace_id_of

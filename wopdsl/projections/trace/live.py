@@ -1,10 +1,12 @@
 """Export a run's spans live while this process drives it (``wop run``, ``serve``, notebooks).
 
-``Run`` starts a :class:`LiveTrace` when :func:`~wopdsl.projections.trace.export_configured`
-says so: it folds the log so far (exporting nothing of it that an earlier process already
-saw), then follows the run's events and writes each span as the event that completes it
-lands. :meth:`LiveTrace.stop` catches up, flushes the exporter (off the event loop) and
-returns the last sequence it saw, where the next live export of the run carries on.
+A :class:`Run <wopdsl.run.Run>` handle keeps one :class:`LiveTrace` for all its drives
+(start, each continuation after input): it folds the log so far once (exporting nothing of it
+that an earlier process already saw), then follows the run's events and hands each span to
+the writer as the event that completes it lands. A drive that begins while the previous one
+is still stopping shares the same fold, so no span is handed over twice. :meth:`LiveTrace.stop`
+catches up and returns the last sequence it saw; it never waits for the collector (the
+writer sends on its own thread, see :mod:`~wopdsl.projections.trace.writer`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import logging
 
 from wopdsl.projections.trace.derive import TraceProjection
-from wopdsl.projections.trace.otlp import SpanWriter, shared_writer
+from wopdsl.projections.trace.writer import SpanWriter, shared_writer
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.store.base import EventStore
 
@@ -40,12 +42,18 @@ class LiveTrace:
         self._writer = writer or shared_writer()
         self._projection = TraceProjection(export_after=after)
         self._task: asyncio.Task[None] | None = None
+        self._drives = 0
+        self._folded = False
 
     def start(self) -> LiveTrace:
-        """Start following (in a task of the running loop; a blocking store is read there)."""
-        if not self._store.blocking:
-            self._feed(self._store.read(self._run_id))
-        self._task = asyncio.ensure_future(self._follow())
+        """Follow the run for one more drive (in the running loop; pair with :meth:`stop`)."""
+        self._drives += 1
+        if not self._folded:
+            self._folded = True
+            if not self._store.blocking:  # a blocking store is read by the follower instead
+                self._feed(self._store.read(self._run_id))
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._follow())
         return self
 
     async def _follow(self) -> None:
@@ -56,7 +64,7 @@ class LiveTrace:
         projection = self._projection
         for event in events:
             if event["sequence"] <= projection.last_sequence:
-                continue
+                continue  # the follower and a catch-up may both read an event: fold it once
             spans = projection.apply(event)
             if spans:
                 try:
@@ -66,12 +74,18 @@ class LiveTrace:
                                    self._run_id)
 
     async def stop(self) -> int:
-        """Stop following, export what is left, flush; return the last sequence seen."""
-        if self._task is not None:
-            self._task.cancel()
+        """End one drive's follow: catch up with the log; return the last sequence seen.
+
+        The last drive to stop ends the follower. Spans go out on the writer's own thread:
+        this never waits for the collector.
+        """
+        self._drives -= 1
+        task = self._task
+        if self._drives <= 0 and task is not None:
+            self._drives, self._task = 0, None
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+                await task
         store = self._store
         self._feed(await store.call(store.read, self._run_id, self._projection.last_sequence))
-        await asyncio.get_running_loop().run_in_executor(None, self._writer.flush)
         return self._projection.last_sequence
