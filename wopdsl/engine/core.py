@@ -389,8 +389,13 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
                            "its turns (max_turns)", member_id)
                 return None
         self._request_waits()
-        chosen = [m for m in state.queue if not state.members[m].awaited]
-        chosen = chosen[: state.concurrency]
+        chosen: list[str] = []
+        members, limit = state.members, state.concurrency
+        for member_id in state.queue:  # The first `limit` queued members not awaited.
+            if not members[member_id].awaited:
+                chosen.append(member_id)
+                if len(chosen) == limit:
+                    break
         if not chosen:
             if not state.queue:
                 self._complete()

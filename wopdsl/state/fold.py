@@ -331,6 +331,8 @@ class CouncilState(DeliberationFold):
         self.messages[message_id] = message
         room.messages.append(message)
         room.sizes.append(size)
+        if room.blind and queue:  # A blind round's posts, by sender (see RoomState.hidden_from).
+            room.round_posts.setdefault(message.sender, []).append(message)
         if queue and mentions:
             self._request(room, message.sender, message_id, mentions)
 

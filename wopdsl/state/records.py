@@ -65,16 +65,16 @@ class MemberState:
     error: dict[str, Any] | None = None
     """The error its last failed turn ended with (``node.failed.error``: code, message and,
     for a handler's exception, ``details.exception`` with type, message and traceback)."""
+    awaited: bool = field(init=False, default=False)
+    """Whether its turns are submitted from outside (``human`` or ``external``)."""
+
+    def __post_init__(self) -> None:
+        self.awaited = self.engine in ("human", "external")  # Read on every dispatch.
 
     @property
     def human(self) -> bool:
         """Whether a person produces this member's turns."""
         return self.engine == "human"
-
-    @property
-    def awaited(self) -> bool:
-        """Whether its turns are submitted from outside (``human`` or ``external``)."""
-        return self.engine in ("human", "external")
 
 
 @dataclass(slots=True)
@@ -140,6 +140,10 @@ class RoomState:
     """Whether the room's last round ended: nobody is queued for it any more."""
     deferred: dict[str, list[str]] = field(default_factory=dict)
     """Mentions in a round room: member → message ids, triggers of its next round."""
+    view: dict[str, Any] | None = None
+    """The round as members see it (``Turn.rounds``), built once per round."""
+    round_posts: dict[str, list[Message]] = field(default_factory=dict)
+    """In a blind room: the current round's posts by sender (each sees its own)."""
 
     def hidden_from(self, viewer: str) -> int:
         """Index from which the room's posts by others are hidden from ``viewer`` (blind).
@@ -199,3 +203,8 @@ class DecisionState:
     """The closing system turn's ``decision`` block: outcome, tally, dissent, votes."""
     view: dict[str, Any] = field(default_factory=dict)
     """What never changes of how a member sees it (id, room, question, options …)."""
+    voter_set: frozenset[str] = field(init=False, default=frozenset())
+    """``voters`` as a set (who may vote is asked on every turn)."""
+
+    def __post_init__(self) -> None:
+        self.voter_set = frozenset(self.voters)
