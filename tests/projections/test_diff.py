@@ -133,7 +133,9 @@ def test_ten_thousand_messages_in_linear_memory(chatty: SqliteStore) -> None:
     assert (room.count("same"), room.count("changed")) == (9_999, 1)
     assert len(room.entries) == 3  # same stretch, the change, same stretch
     assert diff.divergence is not None and diff.divergence.a is not None
-    assert diff.divergence.a.label == "message team/talker/51/0 in room all"
+    assert diff.divergence.a.label == \
+        'talker said in room all (team/talker/51/0): "message 5000"'
+    assert diff.divergence.a.event == "conversation.exchanged"
     text = diff.text()
     assert "- talker team/talker/51/0: message 5000" in text
     assert "+ talker team/talker/51/0: something else entirely" in text
