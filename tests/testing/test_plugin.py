@@ -32,7 +32,7 @@ room review (writer, reviewer)
   reviewer team/reviewer/2/0 @writer: Reviewed team/writer/1/0: Please review: Prepare a release note.
 
 results
-  writer (writer): Finished Prepare a release note.: Reviewed team/writer/1/0: Please review: Prepare a release note.
+  writer (writer): Finished after review team/reviewer/2/0: Prepare a release note.
   reviewer (reviewer): Draft checked.
 """  # noqa: E501 - transcript lines are as long as their messages.
 
