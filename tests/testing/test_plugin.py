@@ -92,18 +92,22 @@ def test_the_readme_example_writes_a_text_and_a_json_file_then_passes(
     assert snapshot_files(project) == files
 
 
-def test_a_changed_council_fails_with_a_small_readable_diff_and_update_rewrites(
-    project: pytest.Pytester,
-) -> None:
+def _changed_council(project: pytest.Pytester) -> pytest.RunResult:
+    """Record the README example's snapshots, change the reviewer's summary, run again."""
     project.makepyfile(test_release=README_EXAMPLE)
     run(project, "--snapshot-update").assert_outcomes(passed=1)
     council = project.path / "councils" / "release-team.toml"
     council.write_text(RELEASE_TEAM_TOML.replace("Draft checked.", "Draft approved."),
                        encoding="utf-8")
-
     changed = run(project)
-
     changed.assert_outcomes(failed=1)
+    return changed
+
+
+def test_a_changed_council_fails_with_a_small_readable_diff_and_update_rewrites(
+    project: pytest.Pytester,
+) -> None:
+    changed = _changed_council(project)
     assert changed.ret == pytest.ExitCode.TESTS_FAILED
     report = changed.stdout.lines
     changed.stdout.fnmatch_lines([
@@ -139,15 +143,7 @@ def _guide_block(after: str) -> list[str]:
 def test_a_failed_assertion_leaves_the_later_snapshots_unused_as_the_guide_says(
     project: pytest.Pytester,
 ) -> None:
-    project.makepyfile(test_release=README_EXAMPLE)
-    run(project, "--snapshot-update").assert_outcomes(passed=1)
-    council = project.path / "councils" / "release-team.toml"
-    council.write_text(RELEASE_TEAM_TOML.replace("Draft checked.", "Draft approved."),
-                       encoding="utf-8")
-
-    changed = run(project)
-
-    changed.assert_outcomes(failed=1)
+    changed = _changed_council(project)
     # What the guide quotes, word for word (syrupy's own report lines).
     quoted = [line for line in _guide_block(
         'The report under the failure above also counts a snapshot as unused:') if line]
