@@ -92,9 +92,8 @@ class RunFacts:
             status = TERMINAL_EVENTS[kind]
             detail = payload.get("outputs") if status == "completed" else \
                 (payload.get("error") or {}).get("code")
-            ended = f"the run {status}" if status == "completed" else \
-                f"the run {status} ({detail})" if detail else f"the run {status}"
-            self._fact(event, ended, "end", status, canonical(detail))
+            code = f" ({detail})" if status != "completed" and detail else ""
+            self._fact(event, f"the run {status}{code}", "end", status, canonical(detail))
         else:
             turn = posted_turn(event)
             if turn is not None:
