@@ -52,7 +52,7 @@ def test_release_team_example_loads_to_the_expected_spec() -> None:
                             )
                         ],
                     ),
-                    ScriptStep(summary="Finished {{ task }}: {{ triggers[0].text }}"),
+                    ScriptStep(summary="Finished after review {{ triggers[0].id }}: {{ task }}"),
                 ],
             ),
             MemberSpec(

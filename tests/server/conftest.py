@@ -177,11 +177,11 @@ def tokens_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Start headless Chromiums (``browser(*chromium_args)``); each one quits at the end."""
-    require_browser()
+    found = require_browser()
     drivers: list[Any] = []
 
     def go(*chromium_args: str) -> Any:
-        driver = new_driver(tmp_path / f"profile-{len(drivers)}", chromium_args)
+        driver = new_driver(found, tmp_path / f"profile-{len(drivers)}", chromium_args)
         drivers.append(driver)
         return driver
 
