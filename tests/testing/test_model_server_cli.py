@@ -147,6 +147,11 @@ def test_the_llm_guides_answers_file_is_valid(tmp_path: Path) -> None:
     assert book.answers[0].content() == {"summary": "Proposed a plan and asked for critique.",
                                          "posts": [{"roomId": "desk", "mentions": ["critic"],
                                                     "text": "Ship it in two steps. Critic?"}]}
+    tools = section.split("```toml\n", 2)[2].split("```", 1)[0]
+    (tmp_path / "tools.toml").write_text(tools, encoding="utf-8")
+    steps = load_answers(tmp_path / "tools.toml").answers
+    assert [(a.step, [name for name, _ in a.calls()]) for a in steps] == [
+        (1, ["read_log"]), (2, ["restart_service"]), (3, [])]
 
 
 def test_a_tool_call_no_entry_fits_names_the_step(tmp_path: Path) -> None:
