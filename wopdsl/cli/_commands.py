@@ -7,7 +7,7 @@ import importlib
 import json
 from typing import Any
 
-from wopdsl import CouncilState, RunNotFound, __version__
+from wopdsl import CouncilState, RunNotFound
 from wopdsl.cli._output import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -23,7 +23,6 @@ from wopdsl.cli._output import (
 from wopdsl.cli._targets import Context, import_council, load_council
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
-from wopdsl.protocol.capabilities import capabilities
 from wopdsl.state import TERMINAL_EVENTS, status_of_event
 
 TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
@@ -338,14 +337,6 @@ def cmd_check(ctx: Context, args: argparse.Namespace) -> int:
             print(f"  {violation}", file=ctx.out)
         ctx.out.flush()
     return EXIT_FAILED if violations else EXIT_OK
-
-
-def cmd_capabilities(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop capabilities``: the host's OpenWOP discovery document."""
-    doc = capabilities(args.max_participants,
-                       implementation={"name": "wopdsl", "version": __version__})
-    print_json(doc, ctx.out)
-    return EXIT_OK
 
 
 def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from typing import Any, Final
 from starlette.requests import Request
 
 from wopdsl import EventStore, WopError, fork
+from wopdsl.protocol.capabilities import REPLAY_MODES
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.io import read_body, read_object, want_int
 
@@ -27,12 +28,9 @@ __all__ = ["ADVERTISED_MODES", "FORK_MODES", "answer", "fork_body", "fork_point"
 FORK_MODES: Final = ("replay", "branch")
 """The ``mode`` values a fork takes."""
 
-ADVERTISED_MODES: Final = ("branch",)
-"""The modes discovery claims (``replay.modes``). ``replay`` is served but not claimed: the
-suite's ``replayDeterminism`` asks two replay forks of one run for identical payloads, and a
-council's payloads name their run (``conversationId``, interrupt keys, message ids) and
-their times (``ts``, ``durationMs``), and a replay fork calls its models again
-(docs/openwop.md §Conformance)."""
+ADVERTISED_MODES: Final = REPLAY_MODES
+"""The modes discovery claims (``replay.modes``; see
+:data:`wopdsl.protocol.capabilities.REPLAY_MODES`)."""
 
 
 async def fork_body(request: Request, max_bytes: int, timeout_s: float
