@@ -119,7 +119,7 @@ id = "ping"
 role = "r"
 engine = "script"
 script = [{ summary = "Asked.", posts = [{ room = "desk", text = "@pong?", mentions = ["pong"] }] },
-          { summary = "Again.", posts = [{ room = "desk", text = "@pong?!", mentions = ["pong"] }] }]
+          { summary = "Again", posts = [{ room = "desk", text = "@pong!", mentions = ["pong"] }] }]
 
 [[members]]
 id = "pong"
