@@ -17,6 +17,7 @@ from wopdsl.cli._output import (
     exit_code_for_status,
     print_json,
     print_stop,
+    resume_hint,
     run_json,
     terminal_safe,
 )
@@ -178,6 +179,9 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
             status = CouncilState.fold(store.read(info.run_id)).status
         row = {"runId": info.run_id, "council": info.workflow_id, "status": status,
                "events": info.last_sequence + 1, "startedAt": info.started_at}
+        driven = store.driven(info.run_id) if status == "running" else None
+        if driven is not None:  # Whether a process drives it (claims); None: can't tell.
+            row["driven"] = driven
         usage = run_usage(store, info.run_id)
         if usage is not None:
             row["usage"] = usage
@@ -188,15 +192,19 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
     if not rows:
         print(f"no runs in {ctx.store_shown}", file=ctx.out, flush=True)
         return EXIT_OK
+    stopped = [r["runId"] for r in rows if r.get("driven") is False]
     table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST", "STARTED")] + [
-        (r["runId"], r["council"], r["status"], str(r["events"]), *usage_cells(r.get("usage")),
-         r["startedAt"]) for r in rows
+        (r["runId"], r["council"], "interrupted" if r.get("driven") is False else r["status"],
+         str(r["events"]), *usage_cells(r.get("usage")), r["startedAt"]) for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(6)]
     for row in table:
         cells = [row[i].ljust(widths[i]) if i < 3 else row[i].rjust(widths[i])
                  for i in range(6)]
         print("  ".join([*cells, row[6]]), file=ctx.out)
+    for run_id in stopped:
+        print(f"interrupted: no process drives run {run_id} (it stopped mid-run); continue it "
+              f"with `{resume_hint(run_id, ctx.store_flag)}`", file=ctx.out)
     ctx.out.flush()
     return EXIT_OK
 

@@ -32,6 +32,19 @@ _SERVER_KEEPALIVES: Final = (
 )
 
 
+HELD: Final = ("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+               " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+               " AND classid = %s AND objid = %s AND objsubid = 1)")
+"""Whether any session holds an advisory lock (pg_locks lists a bigint key as its high and
+low 32 bits, ``objsubid`` 1); reading ``pg_locks`` takes no lock and needs no privilege."""
+
+
+def held_params(schema: str, run_id: str) -> tuple[int, int]:
+    """The parameters of :data:`HELD` for ``run_id``'s claim in ``schema``."""
+    unsigned = key(schema, run_id) & 0xFFFF_FFFF_FFFF_FFFF
+    return unsigned >> 32, unsigned & 0xFFFF_FFFF
+
+
 class Claims:
     """The advisory locks one store holds, on its driving connection.
 
