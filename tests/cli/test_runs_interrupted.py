@@ -18,24 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.cli.conftest import Wop
-
-SLOW = """\
-import time
-from pathlib import Path
-
-from wopdsl import Reply
-
-MARKER = Path(__file__).with_name("slow.marker")
-
-
-def solo(turn):
-    if not MARKER.exists():
-        MARKER.write_text("first attempt")
-        print("handler-started", flush=True)
-        time.sleep(600)  # Only Ctrl-C ends this attempt.
-    return Reply(summary="done at last")
-"""
+from tests.cli.conftest import SLOW, Wop, interrupt
 
 COUNCIL = ('[council]\nid = "slow"\ntask = "t"\n\n[[members]]\nid = "solo"\nrole = "s"\n'
            'handler = "slow:solo"\n')
@@ -77,12 +60,7 @@ def test_a_stopped_run_shows_interrupted_and_a_driven_one_running(
 
         driven = _row(wop, store, "slow-1")
 
-        child.send_signal(signal.SIGINT)
-        try:
-            _, err = child.communicate(timeout=60)  # A safety net: the handler sleeps 600 s.
-        finally:
-            if child.poll() is None:
-                child.kill()
+        err = interrupt(child)
     assert child.returncode == 130, err
     assert driven[0] == "running" and "interrupted" not in driven[2]
     assert driven[1]["status"] == "running" and driven[1]["driven"] is True
