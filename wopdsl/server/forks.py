@@ -19,19 +19,13 @@ from typing import Any, Final
 from starlette.requests import Request
 
 from wopdsl import EventStore, WopError, fork
-from wopdsl.protocol.capabilities import REPLAY_MODES
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.io import read_body, read_object, want_int
 
-__all__ = ["ADVERTISED_MODES", "FORK_MODES", "answer", "fork_body", "fork_point", "forked"]
+__all__ = ["FORK_MODES", "answer", "fork_body", "fork_point", "forked"]
 
 FORK_MODES: Final = ("replay", "branch")
 """The ``mode`` values a fork takes."""
-
-ADVERTISED_MODES: Final = REPLAY_MODES
-"""The modes discovery claims (``replay.modes``; see
-:data:`wopdsl.protocol.capabilities.REPLAY_MODES`)."""
-
 
 async def fork_body(request: Request, max_bytes: int, timeout_s: float
                     ) -> tuple[str, int | None]:
