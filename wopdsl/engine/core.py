@@ -384,9 +384,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
         for member_id in state.queue:
             member = state.members[member_id]
             if member.turns >= member.cap:
-                self._fail("TEAM_TURN_LIMIT",
-                           f"{member_id} was requested again but has used all {member.cap} of "
-                           "its turns (max_turns)", member_id)
+                self._fail_turn_limit(member_id)
                 return None
         self._request_waits()
         chosen: list[str] = []

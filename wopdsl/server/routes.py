@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from wopdsl import CouncilSpec, Run, __version__
-from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
+from wopdsl.protocol.capabilities import DRAIN_POLICIES, discovery
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, ROOM_TYPE_ID
 from wopdsl.server import forks, sse
 from wopdsl.server.access import Access, Action
@@ -72,19 +72,11 @@ class Api:
     # -- discovery -------------------------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
-        """The discovery document: ``wop capabilities`` plus what this host adds."""
-        doc = capabilities(self.limits.max_participants,
-                           implementation={"name": "wopdsl", "version": __version__},
-                           model_provenance=_has_llm_members(self.host))
-        doc["protocolVersions"] = ["1.0", "2.0"]  # v1 and v2 (wopdsl.server.v2).
-        doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
-        doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
-        doc["runs"] = {"pauseResume": {"supported": True,  # capabilities.md §runs.pauseResume
-                                       "drainPolicies": list(DRAIN_POLICIES)}}
-        doc["replay"] = {"supported": True, "modes": list(forks.ADVERTISED_MODES)}
-        if self.host.fixtures:
-            doc["fixtures"] = sorted(self.host.fixtures)
-        return doc
+        """The discovery document: what ``wop capabilities`` prints for the same councils."""
+        return discovery(self.host.councils.values(),
+                         implementation={"name": "wopdsl", "version": __version__},
+                         max_participants=self.limits.max_participants,
+                         max_body_bytes=self.limits.max_body_bytes, fixtures=self.host.fixtures)
 
     async def discovery(self, request: Request) -> Response:
         """``GET /.well-known/openwop`` (``Cache-Control``, ``ETag``; 304 on a match)."""
@@ -339,10 +331,6 @@ class Api:
         return JSONResponse(answer, status_code=status)
 
 
-DRAIN_POLICIES = ("immediate", "drain-current-node")
-"""``drainPolicy`` values of ``:pause`` (advertised as ``runs.pauseResume.drainPolicies``)."""
-
-
 async def _status(run: Run) -> str:
     """The run's status as the wire names it (``waiting-approval`` …, :func:`wire_status`)."""
     return wire_status(await run.astate())
@@ -375,12 +363,3 @@ def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
         doc["definition"] = spec.to_data()
         doc["digest"] = spec.digest()
     return doc
-
-
-def _has_llm_members(host: Host) -> bool:
-    """Whether a council served has ``llm`` members, whose agent turns carry RFC 0109 provenance.
-
-    Conformance fixtures do not count: ``conformance-approval``'s gate posts no turn.
-    """
-    return any(member.engine == "llm" for council in host.councils.values()
-               if council.id not in host.fixtures for member in council.members)

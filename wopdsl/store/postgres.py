@@ -23,7 +23,7 @@ from wopdsl.store import _pg_schema as sql
 from wopdsl.store._answers_sql import from_row
 from wopdsl.store._answers_sql import params as answer_params
 from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
-from wopdsl.store._pg_claims import Claims
+from wopdsl.store._pg_claims import Claims, held_by_any
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
 from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
@@ -125,6 +125,11 @@ class PostgresStore(EventStore):
                 yield
             finally:
                 self._claims.release(run_id)
+
+    def driven(self, run_id: str) -> bool | None:
+        """Whether a session of any process or host holds the run's advisory lock."""
+        return super().driven(run_id) or self._with_conn(
+            f"read the claim of run {run_id} from", held_by_any(self.schema, run_id))
 
     # -- writing ---------------------------------------------------------------------------
 
