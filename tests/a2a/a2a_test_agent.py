@@ -20,7 +20,9 @@ member's brief carries it):
 
 Every message it receives is counted: one JSON line ``{messageId, taskId, contextId, mode,
 text}`` appended (and fsync'ed) to ``$A2A_TEST_LOG``. With ``$A2A_TEST_TOKEN`` set, requests
-without ``Authorization: Bearer <token>`` are refused (401), the card included.
+without ``Authorization: Bearer <token>`` are refused (401), the card included. With
+``$A2A_TEST_CARD=bare`` its card has no name and no skills; ``$A2A_TEST_STREAMING=0`` says it
+does not stream.
 """
 
 from __future__ import annotations
@@ -194,6 +196,9 @@ def app(port: int) -> Starlette:
     """The agent's ASGI app."""
     agent_card = card(f"http://127.0.0.1:{port}/",
                       streaming=os.environ.get("A2A_TEST_STREAMING", "1") == "1")
+    if os.environ.get("A2A_TEST_CARD") == "bare":  # a card unfit for a member
+        del agent_card.skills[:]
+        agent_card.name = ""
     handler = DefaultRequestHandler(agent_executor=TestExecutor(),
                                     task_store=InMemoryTaskStore(), agent_card=agent_card)
     routes = [*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")]
