@@ -35,7 +35,8 @@ def _kept_task(store: str) -> str:
     return ""
 
 
-def test_a_killed_run_resumes_by_following_the_task_never_sending_twice(tmp_path, log):
+@pytest.mark.parametrize("kept", [True, False], ids=["task-id-kept", "task-id-not-kept-yet"])
+def test_a_killed_run_resumes_by_following_the_task_never_sending_twice(tmp_path, log, kept):
     path = tmp_path / "council.toml"
     store = str(tmp_path / "runs.db")
     env = {**os.environ, TOKEN_ENV: f"Bearer {TOKEN}"}
@@ -53,6 +54,15 @@ def test_a_killed_run_resumes_by_following_the_task_never_sending_twice(tmp_path
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
         assert [m["taskId"] for m in received(log)] == [task]
+        if not kept:  # as if killed after the message left, before its task id was kept:
+            # the resume finds the task among the agent's tasks of the member's context
+            sqlite = SqliteStore(store)
+            records = sqlite.read_private(RUN, "call/analyst/")
+            key = next(k for k in records if k.endswith("#call"))
+            record = json.loads(records[key])
+            del record["remote"]
+            sqlite.save_private(RUN, {key: json.dumps(record)})
+            assert not _kept_task(store)
         done = subprocess.run([sys.executable, "-m", "wopdsl", "--store", store, "resume",
                                RUN, str(path), "--json"], env=env, capture_output=True,
                               text=True, timeout=120, check=False)
