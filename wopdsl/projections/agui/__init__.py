@@ -12,7 +12,7 @@ official ``ag-ui-protocol`` types).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from wopdsl.projections.agui.messages import Messages
@@ -30,6 +30,8 @@ __all__ = ["APPROVAL_SCHEMA", "PROTOCOL_VERSION", "TURN_SCHEMA", "AguiProjection
            "interrupt_id", "json_patch", "open_interrupts", "shared_state", "thread_messages"]
 
 Doc = dict[str, Any]
+Event = Mapping[str, Any]
+"""A stored event (``RunEventDoc``)."""
 
 PROTOCOL_VERSION: Final = "1.0"
 """The AG-UI version these events follow (``RUN_STARTED.protocolVersion``)."""
@@ -55,7 +57,7 @@ class AguiProjection:
         self._shared: Doc | None = None
         self._usage: dict[tuple[str, str], Doc] = {}
 
-    def feed(self, event: Doc, *, live: bool = True) -> list[Doc]:
+    def feed(self, event: Event, *, live: bool = True) -> list[Doc]:
         """Fold ``event``; return its AG-UI events (``live=False``: a prefix the client has).
 
         Usage counts only for live events: an AG-UI run reports the model calls it saw.
@@ -73,7 +75,7 @@ class AguiProjection:
         return {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": run_id,
                 "protocolVersion": PROTOCOL_VERSION}
 
-    def step(self, events: Iterable[Doc], run_id: str) -> tuple[list[Doc], bool]:
+    def step(self, events: Iterable[Event], run_id: str) -> tuple[list[Doc], bool]:
         """Project a batch of live events; return them and whether the AG-UI run ended.
 
         The batch's messages and tool calls, then the state's change, then — when the
@@ -86,7 +88,7 @@ class AguiProjection:
         end = self.ending(run_id)
         return out + end, bool(end)
 
-    def feed_all(self, events: Iterable[Doc]) -> None:
+    def feed_all(self, events: Iterable[Event]) -> None:
         """Fold events the client already has (nothing is returned)."""
         for event in events:
             self.feed(event, live=False)
@@ -120,7 +122,7 @@ class AguiProjection:
                 entry[field] += value
 
 
-def thread_messages(runs: Iterable[tuple[Iterable[Doc], Doc | None]]) -> list[Doc]:
+def thread_messages(runs: Iterable[tuple[Iterable[Event], Doc | None]]) -> list[Doc]:
     """The conversation of a thread's council runs as AG-UI messages (``MESSAGES_SNAPSHOT``).
 
     Args:

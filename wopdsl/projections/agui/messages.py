@@ -13,6 +13,7 @@ and ``TOOL_CALL_RESULT`` when they return (or are rejected).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +52,7 @@ class Messages:
     snapshot: list[Doc] = field(default_factory=list)
     """The conversation as AG-UI messages, for ``MESSAGES_SNAPSHOT``."""
 
-    def feed(self, event: Doc, state: CouncilState) -> list[Doc]:
+    def feed(self, event: Mapping[str, Any], state: CouncilState) -> list[Doc]:
         """The AG-UI events of ``event`` (``state``: the fold before it)."""
         kind = event["type"]
         payload = event.get("payload") or {}

@@ -22,7 +22,10 @@ TURN_SCHEMA: Final[Doc] = {
                    "mentions": {"type": "array", "items": {"type": "string"},
                                 "description": "members asked to answer (else @names in "
                                                "the text)"},
-                   "room": {"type": "string"}}}
+                   "votes": {"type": "array", "items": {
+                       "type": "object", "required": ["decision", "choice"],
+                       "properties": {"decision": {"type": "string"}, "choice": {},
+                                      "reason": {"type": "string"}}}}}}
 """What a human turn's resume payload holds (a bare string is the text)."""
 
 APPROVAL_SCHEMA: Final[Doc] = {

@@ -1,0 +1,156 @@
+"""AG-UI on `wop serve`: a real host subprocess on loopback, its streams read over HTTP.
+
+Every event received is checked with the official ``ag-ui-protocol`` types and the 1.0
+behaviour rules (``tests/agui/events.py``). Threads: a waiting run continued by ``resume`` or
+by a new user message, the next run started on the same thread, a reconnect restated with
+``MESSAGES_SNAPSHOT``, a finished thread replayed, stale and foreign answers refused, a host
+restart that keeps its threads; the log stays valid OpenWOP (``wop check``, ``--v2``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agui.events import check_stream, final_state, texts
+from tests.agui.http import history, post, run_input
+from tests.server.conftest import ALICE, BOB, COUNCILS, Served
+from wopdsl import open_store
+
+pytest.importorskip("ag_ui", reason="needs ag-ui-protocol (the server extra)")
+
+DESK = "desk"
+
+
+def _interrupt(events: list[dict[str, Any]]) -> dict[str, Any]:
+    end = events[-1]
+    assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "interrupt", end
+    [found] = end["outcome"]["interrupts"]
+    return dict(found)
+
+
+def _wop(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "wopdsl", *args, "--store", str(served.store)],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def desk(serve: Any, tokens_file: Path) -> Served:
+    served: Served = serve(COUNCILS, args=("--tokens", str(tokens_file)), token=ALICE)
+    return served
+
+
+def test_a_thread_asks_the_person_and_goes_on_when_resumed(desk: Served) -> None:
+    first_input = run_input("thread-1", "Help me with my order", run_id="run-a")
+    first = post(desk.url, DESK, first_input, token=ALICE)
+    assert first.status == 200, first.error
+    assert first.headers["content-type"].startswith("text/event-stream")
+    check_stream(first.events)
+    assert (first.events[0]["runId"], first.events[0]["threadId"]) == ("run-a", "thread-1")
+    assert first.events[-1]["runId"] == "run-a"
+    assert texts(first.events) == {"team/bot/1/0": "Hello! What do you need, @visitor?"}
+    asked = _interrupt(first.events)
+    assert asked["reason"] == "human_turn"
+    state = final_state(first.events)
+    assert state["task"] == "Help me with my order" and state["status"] == "waiting-input"
+    run_id = state["runId"]
+    # The person answers the interrupt: the same council run goes on in a new AG-UI run.
+    held = history(first.events, first_input["messages"])
+    second = post(desk.url, DESK, run_input("thread-1", run_id="run-b", messages=held, resume=[
+        {"interruptId": asked["id"], "status": "resolved", "payload": "A refund, @bot"}]),
+        token=ALICE)
+    assert second.status == 200, second.error
+    check_stream(second.events)
+    assert texts(second.events) == {"team/visitor/2/0": "A refund, @bot",
+                                    "team/bot/3/0": "You asked: A refund, @bot"}
+    assert second.events[-1]["outcome"] == {"type": "success"}
+    assert final_state(second.events, state)["runId"] == run_id
+    # Answering it again is refused: it is no longer open; nothing is appended.
+    again = post(desk.url, DESK, run_input("thread-1", resume=[
+        {"interruptId": asked["id"], "status": "resolved", "payload": "twice"}]), token=ALICE)
+    assert (again.status, again.error["error"]) == (409, "interrupt_already_resolved")
+    assert asked["id"] in again.error["message"]
+    # A new message on the thread starts its next council run, with the message as task.
+    held = history(second.events, held)
+    third = post(desk.url, DESK, run_input("thread-1", "And a second thing", messages=held),
+                 token=ALICE)
+    check_stream(third.events)
+    assert final_state(third.events)["runId"] == run_id.rsplit("-", 1)[0] + "-2"
+    assert final_state(third.events)["task"] == "And a second thing"
+    # Nothing but the council's own events in the log: valid OpenWOP, v1 and v2.
+    for check in (("check", run_id), ("check", "--v2", run_id)):
+        done = _wop(desk, *check)
+        assert done.returncode == 0, done.stdout + done.stderr
+    started = open_store(desk.store).read(run_id, -1)[0]
+    assert started["payload"]["metadata"]["request"]["agui"] == {
+        "threadId": "thread-1", "runId": "run-a",
+        "messageId": first_input["messages"][-1]["id"]}
+
+
+def test_a_reconnect_restates_the_thread_and_a_finished_one_replays(
+        desk: Served, serve: Any, tokens_file: Path) -> None:
+    opening = run_input("thread-2", "Where is my parcel?")
+    first = post(desk.url, DESK, opening, token=ALICE)
+    asked = _interrupt(first.events)
+    # The same input again (a client that lost the stream): nothing is started or posted.
+    again = post(desk.url, DESK, opening, token=ALICE)
+    check_stream(again.events)
+    kinds = [e["type"] for e in again.events]
+    assert kinds[:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
+    assert [m["id"] for m in again.events[1]["messages"]] == [
+        opening["messages"][-1]["id"], "team/bot/1/0"]
+    assert _interrupt(again.events)["id"] == asked["id"]
+    assert "TEXT_MESSAGE_START" not in kinds
+    # The person answers with a plain user message (no resume): it is the human's post.
+    held = history(first.events, opening["messages"])
+    answer = run_input("thread-2", "It never came, @bot", messages=held)
+    second = post(desk.url, DESK, answer, token=ALICE)
+    check_stream(second.events)
+    assert texts(second.events)["team/visitor/2/0"] == "It never came, @bot"
+    assert second.events[-1]["outcome"] == {"type": "success"}
+    # Sent again, the same message is not posted twice: the finished thread is replayed.
+    desk.stop()
+    restarted = serve(COUNCILS, args=("--tokens", str(tokens_file)), token=ALICE,
+                      store=desk.store)
+    replay = post(restarted.url, DESK, answer, token=ALICE)
+    check_stream(replay.events)
+    assert [e["type"] for e in replay.events] == [
+        "RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    assert [m["id"] for m in replay.events[1]["messages"]] == [
+        opening["messages"][-1]["id"], "team/bot/1/0", "team/visitor/2/0", "team/bot/3/0"]
+    assert replay.events[-1]["outcome"] == {"type": "success"}
+    assert final_state(replay.events)["status"] == "completed"
+
+
+def test_foreign_and_malformed_answers_are_refused_clearly(desk: Served) -> None:
+    first = post(desk.url, DESK, run_input("thread-3", "Hi"), token=ALICE)
+    asked = _interrupt(first.events)
+    cases = [
+        ({"interruptId": "elsewhere-1:room:chat:exchange:visitor:1", "status": "resolved",
+          "payload": "hi"}, 404, "interrupt_not_found"),
+        ({"interruptId": asked["id"], "status": "resolved", "payload": {"txt": "hi"}},
+         400, "validation_error"),
+        ({"interruptId": asked["id"], "status": "resolved", "payload": "@nobody hi"},
+         422, "validation_error"),
+    ]
+    for entry, status, code in cases:
+        answer = post(desk.url, DESK, run_input("thread-3", resume=[entry]), token=ALICE)
+        assert (answer.status, answer.error["error"]) == (status, code), answer.error
+        assert answer.error["message"]
+    # Another principal's thread: bob may not read it, let alone answer for alice's member.
+    foreign = post(desk.url, DESK, run_input("thread-3", resume=[
+        {"interruptId": asked["id"], "status": "resolved", "payload": "hi"}]), token=BOB)
+    assert (foreign.status, foreign.error["error"]) == (403, "forbidden")
+    # Bad inputs: before any stream, with the field named.
+    bad = post(desk.url, DESK, {"threadId": "t", "messages": []}, token=ALICE)
+    assert (bad.status, bad.error["details"]["field"]) == (400, "runId")
+    assert post(desk.url, "nope", run_input("t"), token=ALICE).status == 404
+    assert post(desk.url, DESK, run_input("t"), token=None).status == 401
+    # Unknown fields are tolerated, as the spec says; the person's interrupt still waits.
+    tolerant = post(desk.url, DESK, {**run_input("thread-3"), "futureField": {"x": 1}},
+                    token=ALICE)
+    assert _interrupt(tolerant.events)["id"] == asked["id"]
