@@ -78,3 +78,52 @@ def history(events: list[dict[str, Any]],
         elif kind == "TEXT_MESSAGE_CONTENT":
             messages[event["messageId"]]["content"] += event["delta"]
     return list(messages.values())
+
+
+class Listener:
+    """Reads one AG-UI stream in a thread, event by event (to act while it streams)."""
+
+    def __init__(self, url: str, council: str, body: Any, token: str | None = None) -> None:
+        import queue
+        import threading
+
+        self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        request = urllib.request.Request(f"{url}/agui/{council}",
+                                         data=json.dumps(body).encode(), method="POST")
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Accept", "text/event-stream")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        self._thread = threading.Thread(target=self._read, args=(request,), daemon=True)
+        self._thread.start()
+
+    def _read(self, request: urllib.request.Request) -> None:
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                data: list[str] = []
+                for raw in response:
+                    line = raw.decode().rstrip("\n")
+                    if line.startswith("data:"):
+                        data.append(line[5:].lstrip())
+                    elif not line and data:
+                        self.events.put(json.loads("\n".join(data)))
+                        data = []
+        finally:
+            self.events.put(None)
+
+    def until(self, wanted: Any, timeout: float = 30) -> dict[str, Any]:
+        """Read events until one for which ``wanted(event)`` holds; return it."""
+        while True:
+            event = self.events.get(timeout=timeout)
+            assert event is not None, f"the stream ended first: {self.seen}"
+            self.seen.append(event)
+            if wanted(event):
+                return event
+
+    def rest(self, timeout: float = 30) -> list[dict[str, Any]]:
+        """Read to the end of the stream; return every event read."""
+        while (event := self.events.get(timeout=timeout)) is not None:
+            self.seen.append(event)
+        self._thread.join(timeout)
+        return self.seen

@@ -224,6 +224,22 @@ async def test_streamed_tokens_are_deltas_of_the_post_they_become(
     assert events[-1]["usage"] == [{"provider": "openai", "model": "test-model",
                                     "inputTokens": 10, "outputTokens": 5, "totalTokens": 15}]
     assert "sk-test-secret" not in str(events)
+    # A client that joins while the post is written gets it so far, then the rest live.
+    joined = AguiProjection("t-1")
+    log = store.read(run.run_id, -1)
+    at = 0
+    while not joined.messages.open:  # Up to the first chunk of the note's text.
+        joined.feed(log[at], live=False)
+        at += 1
+    late = [joined.started("r-2"), *joined.messages.reopen(), *joined.state_events()]
+    for event in log[at:]:
+        batch, ended = joined.step([event], "r-2")
+        late += batch
+        if ended:
+            break
+    check_stream(late)
+    assert texts(late) == {"team/writer/1/0": note}
+    assert late[1]["type"] == "TEXT_MESSAGE_START" and late[2]["delta"] != note
 
 
 async def test_a_retried_call_ends_what_it_streamed_and_posts_anew(

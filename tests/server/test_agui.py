@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.agui.events import check_stream, final_state, texts
-from tests.agui.http import history, post, run_input
+from tests.agui.http import Listener, history, post, run_input
 from tests.server.conftest import ALICE, BOB, COUNCILS, Served
 from wopdsl import open_store
 
@@ -154,3 +154,74 @@ def test_foreign_and_malformed_answers_are_refused_clearly(desk: Served) -> None
     tolerant = post(desk.url, DESK, {**run_input("thread-3"), "futureField": {"x": 1}},
                     token=ALICE)
     assert _interrupt(tolerant.events)["id"] == asked["id"]
+
+
+WEB = Path(__file__).resolve().parent
+STUDIO = WEB / "web_llm"
+TOOLS = WEB / "web_tools"
+
+
+@pytest.fixture
+def model() -> Any:
+    pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+    from wopdsl.testing.model_server import ScriptedModelServer
+
+    with ScriptedModelServer() as server:
+        yield server
+
+
+def test_two_clients_on_one_thread_see_the_same_council(serve: Any, model: Any) -> None:
+    from wopdsl.testing.model_server import Answer
+
+    note = "Beta ships Friday with faster sync and fewer clicks. @founder, approve it?"
+    model.add(Answer({"summary": "Drafted.", "posts": [
+        {"roomId": "studio", "text": note, "mentions": ["founder"]}]},
+        chunks=12, chunk_delay_s=0.15))
+    served = serve(STUDIO, env={"OPENAI_BASE_URL": model.url,
+                                "WOPDSL_TEST_MODEL_KEY": "sk-test"})
+    opening = run_input("shared", "Draft the beta note")
+    first = Listener(served.url, "studio", opening)
+    first.until(lambda e: e["type"] == "TEXT_MESSAGE_CONTENT")
+    # A second client joins the thread while the note is being written.
+    second = Listener(served.url, "studio", run_input("shared", messages=opening["messages"]))
+    a, b = first.rest(), second.rest()
+    check_stream(a)
+    check_stream(b)
+    assert [e["type"] for e in b[:2]] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert texts(a) == {"team/writer/1/0": note}
+    # b has the note whole: written so far then live (reopened), or in its snapshot.
+    snapshot = [m["content"] for m in b[1]["messages"] if m["id"] == "team/writer/1/0"]
+    assert texts(b).get("team/writer/1/0", "") + "".join(snapshot) == note
+    assert a[-1]["outcome"] == b[-1]["outcome"]
+    assert final_state(a) == final_state(b)
+    assert a[-1]["outcome"]["interrupts"][0]["reason"] == "human_turn"
+
+
+def test_approvals_are_answered_accepted_rejected_or_abandoned(serve: Any, model: Any) -> None:
+    from wopdsl.testing.model_server import Answer, ToolCalls
+
+    for _ in range(3):
+        model.add(ToolCalls(("restart_service", {"service": "api"})),
+                  Answer({"summary": "Reported.", "posts": []}))
+    served = serve(TOOLS, env={"OPENAI_BASE_URL": model.url,
+                               "WOPDSL_TEST_MODEL_KEY": "sk-test",
+                               "PYTHONPATH": str(TOOLS)})
+    outcomes = {}
+    for thread, answer in (("ok", {"status": "resolved", "payload": {"action": "accept"}}),
+                           ("no", {"status": "resolved", "payload": {
+                               "action": "reject", "comment": "not now"}}),
+                           ("gone", {"status": "cancelled"})):
+        asked = _interrupt(post(served.url, "desk", run_input(thread, "Fix the api")).events)
+        assert asked["reason"] == "tool_approval"
+        wrong = post(served.url, "desk", run_input(thread, resume=[
+            {"interruptId": asked["id"], "status": "resolved", "payload": {"action": "yes"}}]))
+        assert (wrong.status, wrong.error["error"]) == (400, "validation_error")
+        done = post(served.url, "desk", run_input(thread, resume=[
+            {"interruptId": asked["id"], **answer}]))
+        check_stream(done.events)
+        [result] = [e for e in done.events if e["type"] == "TOOL_CALL_RESULT"]
+        outcomes[thread] = result["content"]
+        assert done.events[-1]["outcome"] == {"type": "success"}
+    assert outcomes["ok"].endswith("api restarted")
+    assert outcomes["no"].startswith("rejected") and "not now" in outcomes["no"]
+    assert "abandoned in the chat" in outcomes["gone"]

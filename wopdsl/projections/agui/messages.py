@@ -43,6 +43,8 @@ class Messages:
     run_id: str = ""
     open: dict[str, str] = field(default_factory=dict)
     """Open text messages: AG-UI id -> the text sent so far."""
+    starts: dict[str, Doc] = field(default_factory=dict)
+    """Open text messages: AG-UI id -> the ``TEXT_MESSAGE_START`` that opened it."""
     streams: dict[str, _Stream] = field(default_factory=dict)
     abandoned: dict[str, int] = field(default_factory=dict)
     """Post ids a stream opened and abandoned -> how many times."""
@@ -84,10 +86,20 @@ class Messages:
                 return self._result(call, f"rejected: {reason}" if reason else "rejected")
         return []
 
+    def reopen(self) -> list[Doc]:
+        """Open again, for a client that joins now, the messages being streamed."""
+        out: list[Doc] = []
+        for mid, sent in self.open.items():
+            out.append(self.starts[mid])
+            if sent:
+                out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": sent})
+        return out
+
     def close_all(self) -> list[Doc]:
         """``TEXT_MESSAGE_END`` for every open message (a run ends or waits)."""
         ended = [{"type": "TEXT_MESSAGE_END", "messageId": mid} for mid in self.open]
         self.open.clear()
+        self.starts.clear()
         self.streams.clear()
         return ended
 
@@ -109,6 +121,7 @@ class Messages:
         self.snapshot.append({"id": agui_id, "role": role, "content": text, "name": member})
         out: list[Doc] = []
         sent = self.open.pop(agui_id, None)
+        self.starts.pop(agui_id, None)
         if sent is None:
             out.append({"type": "TEXT_MESSAGE_START", "messageId": agui_id, "role": role,
                         "name": member, "metadata": meta})
@@ -140,8 +153,10 @@ class Messages:
             if sent is None:
                 meta = {"wopdsl": {"member": member, "runId": self.run_id,
                                    **({"room": room} if room else {})}}
-                out.append({"type": "TEXT_MESSAGE_START", "messageId": post_id,
-                            "role": "assistant", "name": member, "metadata": meta})
+                start = self.starts[post_id] = {
+                    "type": "TEXT_MESSAGE_START", "messageId": post_id, "role": "assistant",
+                    "name": member, "metadata": meta}
+                out.append(start)
                 sent = ""
             if text.startswith(sent) and len(text) > len(sent):
                 out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": post_id,
@@ -158,6 +173,7 @@ class Messages:
         out: list[Doc] = []
         for index in stream.sent:
             post_id = message_id(member, stream.position, index)
+            self.starts.pop(post_id, None)
             if self.open.pop(post_id, None) is not None:
                 self.abandoned[post_id] = self.abandoned.get(post_id, 0) + 1
                 out.append({"type": "TEXT_MESSAGE_END", "messageId": post_id})

@@ -2,7 +2,8 @@
 
 - A resume entry answers one interrupt of the thread's waiting run (``human_turn``: the
   payload is the person's post, a string or ``{text, mentions?, votes?}``; ``tool_approval``:
-  ``{action: "accept"|"reject", comment?}``; the ``cancelled`` status leaves a turn unanswered
+  ``{action: "accept"|"reject", comment?}``; @member words of a text are its mentions unless
+  ``mentions`` says otherwise; the ``cancelled`` status leaves a turn unanswered
   and rejects a call). Every entry is checked before any is acted on. An id no run of the
   thread raised is 404 ``interrupt_not_found``; one that is no longer open (answered, or its
   run ended) is 409 ``interrupt_already_resolved``; a caller who may not answer it, 403.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wopdsl import CouncilState, MemberSpec, Run
+from wopdsl.model.mentions import parse_mentions
 from wopdsl.projections.agui import open_interrupts
 from wopdsl.server.access import Access
 from wopdsl.server.approvals import approval_at
@@ -171,7 +173,10 @@ def _turn_content(payload: Any, field: str) -> Any:
         return payload
     if isinstance(payload, dict) and not set(payload) - {"text", "mentions", "votes"} and \
             isinstance(payload.get("text", ""), str):
-        return payload
+        if "mentions" in payload:
+            return payload
+        # Typed in a chat box: its @member words are the mentions, as in a plain string.
+        return {**payload, "mentions": parse_mentions(payload.get("text", ""))}
     raise ApiError(400, "validation_error", f"{field}.payload of a human turn is the post: a "
                    'string, or {"text": …, "mentions"?: [members], "votes"?: [...]}',
                    {"field": f"{field}.payload"})

@@ -67,7 +67,11 @@ async def frames(store: EventStore, subscriber: Subscriber, plan: Plan,
         if plan.after >= 0:
             prefix = await store.call(store.read, current, -1)
             projection.feed_all(e for e in prefix if e["sequence"] <= plan.after)
-        out = projection.state_events()
+        # A client joining mid-stream gets the messages being written so far; one that
+        # continues saw them end with its previous run.
+        joined = projection.messages.reopen() if plan.replay else \
+            projection.messages.close_all()[:0]
+        out = [*joined, *projection.state_events()]
         if plan.settled:
             out += projection.ending(plan.agui_run)
         yield b"".join(encode(doc) for doc in out)
