@@ -9,6 +9,7 @@ restart that keeps its threads; the log stays valid OpenWOP (``wop check``, ``--
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -225,3 +226,56 @@ def test_approvals_are_answered_accepted_rejected_or_abandoned(serve: Any, model
     assert outcomes["ok"].endswith("api restarted")
     assert outcomes["no"].startswith("rejected") and "not now" in outcomes["no"]
     assert "abandoned in the chat" in outcomes["gone"]
+
+
+def test_the_hosts_rules_guard_the_endpoint(serve: Any, tokens_file: Path) -> None:
+    served = serve(COUNCILS, args=("--tokens", str(tokens_file), "--max-body-bytes", "2000"),
+                   token=ALICE)
+    body = run_input("guarded", "Hi")
+    cases = [
+        ({"Origin": "http://evil.example"}, None, 403, "origin_not_allowed"),
+        ({"Host": "evil.example"}, None, 400, "host_not_allowed"),
+        ({"Content-Type": "text/plain"}, None, 415, "unsupported_media_type"),
+        ({}, json.dumps(run_input("guarded", "x" * 3000)).encode(), 413, "payload_too_large"),
+        ({}, b"{not json", 400, "validation_error"),
+    ]
+    for headers, raw, status, code in cases:
+        answer = post(served.url, DESK, body, token=ALICE, headers=headers, raw=raw)
+        assert (answer.status, answer.error["error"]) == (status, code), answer.error
+    # Nothing of the above started a run; the proper request does, and no token leaks.
+    good = post(served.url, DESK, body, token=ALICE)
+    check_stream(good.events)
+    assert final_state(good.events)["runId"].endswith("-1")
+    assert ALICE not in good.raw and ALICE not in served.logs()
+
+
+async def test_a_client_too_slow_for_the_council_is_dropped_with_run_error(
+        tmp_path: Path) -> None:
+    import asyncio
+
+    from tests.agui.http import parse_sse
+    from wopdsl import SqliteStore, load
+    from wopdsl.server.agui.stream import Plan, frames
+    from wopdsl.server.config import Limits
+    from wopdsl.server.feed import Feeds
+
+    store = SqliteStore(tmp_path / "runs.db")
+    run = await load(COUNCILS / "desk.toml").astart(store)
+    assert await run.wait() == "waiting-input"
+    feeds = Feeds(store, Limits(subscriber_buffer=2))
+    subscriber = feeds.subscribe(run.run_id)
+    after = store.last_sequence(run.run_id)
+    body = frames(store, subscriber, Plan("slow", "r-1", [run.run_id], after, False, False), 5)
+    read = [await anext(body)]  # RUN_STARTED; then it stops reading.
+    await run.reply(room="chat", as_="visitor", text="A refund, @bot")
+    assert await run.wait() == "completed"
+    async with asyncio.timeout(30):
+        while not subscriber.dropped:
+            await asyncio.sleep(0.01)
+    read += [chunk async for chunk in body]
+    events = parse_sse(b"".join(read).decode())
+    check_stream(events)
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "STREAM_DROPPED"
+    assert "send the thread's input again" in events[-1]["message"]
+    await feeds.close()
+    store.close()
