@@ -21,6 +21,8 @@ from ag_ui.core import Event, RunAgentInput
 from pydantic import BaseModel, TypeAdapter
 
 EVENT = TypeAdapter(Event)
+_STREAMS = {"TEXT_MESSAGE": "messageId", "TOOL_CALL": "toolCallId"}
+"""Streamed things: START, CONTENT/ARGS, END, by their id field."""
 
 
 def _no_extras(model: Any, where: str) -> None:
@@ -77,22 +79,19 @@ def check_stream(events: list[dict[str, Any]]) -> None:
             ids = [i["id"] for i in outcome.get("interrupts", [])]
             assert len(ids) == len(set(ids)), f"{where}: interrupt ids repeat: {ids}"
             active, closed_by = False, "RUN_FINISHED"
-        elif kind == "TEXT_MESSAGE_START":
-            assert event["messageId"] not in open_text, f"{where}: started twice"
-            open_text.add(event["messageId"])
-        elif kind in ("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"):
-            assert event["messageId"] in open_text, f"{where}: {event['messageId']} not open"
-            if kind == "TEXT_MESSAGE_END":
-                open_text.discard(event["messageId"])
-            else:
-                assert event["delta"], f"{where}: an empty delta"
-        elif kind == "TOOL_CALL_START":
-            assert event["toolCallId"] not in open_calls, f"{where}: started twice"
-            open_calls.add(event["toolCallId"])
-        elif kind in ("TOOL_CALL_ARGS", "TOOL_CALL_END"):
-            assert event["toolCallId"] in open_calls, f"{where}: not open"
-            if kind == "TOOL_CALL_END":
-                open_calls.discard(event["toolCallId"])
+        elif kind.rpartition("_")[0] in _STREAMS:
+            family, _, step = kind.rpartition("_")
+            key = _STREAMS[family]
+            opened = open_text if family == "TEXT_MESSAGE" else open_calls
+            if step == "START":
+                assert event[key] not in opened, f"{where}: started twice"
+                opened.add(event[key])
+            elif step in ("CONTENT", "ARGS", "END"):
+                assert event[key] in opened, f"{where}: {event[key]} not open"
+                if step == "END":
+                    opened.discard(event[key])
+                elif family == "TEXT_MESSAGE":
+                    assert event["delta"], f"{where}: an empty delta"
     assert not active and closed_by is not None, "the stream ends inside a run"
 
 
