@@ -77,11 +77,12 @@ def test_a_thread_asks_the_person_and_goes_on_when_resumed(desk: Served) -> None
     assert asked["id"] in again.error["message"]
     # A new message on the thread starts its next council run, with the message as task.
     held = history(second.events, held)
-    third = post(desk.url, DESK, run_input("thread-1", "And a second thing", messages=held),
+    third = post(desk.url, DESK, {**run_input("thread-1", "And a second thing", messages=held),
+                                  "context": [{"description": "customer", "value": "gold"}]},
                  token=ALICE)
     check_stream(third.events)
     assert final_state(third.events)["runId"] == run_id.rsplit("-", 1)[0] + "-2"
-    assert final_state(third.events)["task"] == "And a second thing"
+    assert final_state(third.events)["task"] == "And a second thing\n\ncustomer: gold"
     # Nothing but the council's own events in the log: valid OpenWOP, v1 and v2.
     for check in (("check", run_id), ("check", "--v2", run_id)):
         done = _wop(desk, *check)
