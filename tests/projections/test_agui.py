@@ -295,3 +295,32 @@ async def test_a_tool_call_waits_for_its_approval_then_returns(
         "api restarted")
     assert texts(rest) == {"team/sre/1/0": "Done, @oncall."}
     assert rest[-1]["outcome"]["interrupts"][0]["reason"] == "human_turn"
+
+
+async def test_a_blind_rounds_posts_are_held_until_the_round_ends(tmp_path: Path) -> None:
+    """Like every view: a blind round's answers reach the chat when the round ends."""
+    store = open_store(tmp_path / "runs.db")
+    run = await load(REPO / "councils" / "launch-board.toml").astart(store)
+    assert await run.wait() == "completed"
+    events = stream(store, run.run_id)
+    check_stream(events)
+    events_log = store.read(run.run_id, -1)
+    board_posts = [e["payload"]["turn"]["messageId"] for e in events_log
+                   if e["type"] == "conversation.exchanged" and e.get("nodeId") == "room:board"
+                   and e["payload"]["turn"]["role"] != "system"]
+    assert len(board_posts) == 6
+    order = [e.get("messageId") for e in events if e["type"] == "TEXT_MESSAGE_START"]
+    assert [m for m in order if m in board_posts] == board_posts  # in saved order
+    # Mid-round, nothing of the round's answers was sent: the first answer of round 1 comes
+    # after the state says all three answered.
+    first = next(i for i, e in enumerate(events) if e.get("messageId") == board_posts[0])
+    rounds = [e for e in events[:first] if e["type"] == "STATE_DELTA"]
+    labels = [op.get("value") for e in rounds for op in e["delta"]
+              if str(op.get("path", "")).endswith("/round")]
+    assert any("3 of 3 answered" in str(label) for label in labels), labels
+    # A thread snapshot taken mid-round holds none of the round's answers.
+    mid = next(e["sequence"] for e in events_log
+               if e["type"] == "conversation.exchanged" and
+               e["payload"]["turn"]["messageId"] == board_posts[1])
+    snapshot = thread_messages([([e for e in events_log if e["sequence"] <= mid], None)])
+    assert not {m["id"] for m in snapshot} & set(board_posts)

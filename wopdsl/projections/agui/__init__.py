@@ -109,7 +109,8 @@ class AguiProjection:
         end = ending(self.state, self.thread_id, run_id, list(self._usage.values()))
         if end is None:
             return []
-        return [*self.messages.close_all(), *self.state_events(), end]
+        held = self.messages.release_all() if self.state.terminal else []
+        return [*held, *self.messages.close_all(), *self.state_events(), end]
 
     def _count(self, payload: Doc) -> None:
         key = (str(payload.get("provider", "")), str(payload.get("model", "")))

@@ -8,6 +8,11 @@ the accepted post ends them. A call that is made again (a retry, a repaired answ
 the abandoned attempt streamed; its post then comes as a message of its own (``…#2``). Tool
 calls are ``TOOL_CALL_START``/``ARGS``/``END`` when they are asked for (an approval) or made,
 and ``TOOL_CALL_RESULT`` when they return (or are rejected).
+
+A blind room's round (docs/guides/deliberation.md) is kept as every view keeps it: its posts
+are held — not streamed, not in the messages snapshot — until the round ends (the room's next
+``system`` turn opening a round or ending the debate), then sent in the order they were saved;
+the shared state says meanwhile how many have answered.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ class Messages:
     returned: set[str] = field(default_factory=set)
     snapshot: list[Doc] = field(default_factory=list)
     """The conversation as AG-UI messages, for ``MESSAGES_SNAPSHOT``."""
+    held: dict[str, list[tuple[list[Doc], Doc]]] = field(default_factory=dict)
+    """Per blind room mid-round: each post's events and its snapshot entry, until it ends."""
 
     def feed(self, event: Mapping[str, Any], state: CouncilState) -> list[Doc]:
         """The AG-UI events of ``event`` (``state``: the fold before it)."""
@@ -60,7 +67,14 @@ class Messages:
         payload = event.get("payload") or {}
         if kind in ("conversation.exchanged", "conversation.closed"):
             turn = posted_turn(event)
-            return self._post(turn, state) if turn and turn.get("role") != "system" else []
+            if turn and turn.get("role") != "system":
+                return self._post(turn, state)
+            content = (payload.get("turn") or {}).get("content") if kind == \
+                "conversation.exchanged" else None
+            if isinstance(content, dict) and ("round" in content or "rounds" in content):
+                return self.release(str(event.get("nodeId", ""))[5:])  # The round ended.
+            return self.release(str(event.get("nodeId", ""))[5:]) if kind == \
+                "conversation.closed" else []
         if kind == "output.chunk":
             return self._chunk(payload, state)
         if kind in ("node.retried", "envelope.retry.attempted", "node.failed"):
@@ -95,6 +109,18 @@ class Messages:
                 out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": sent})
         return out
 
+    def release(self, room: str) -> list[Doc]:
+        """The held posts of ``room``'s blind round, now that it ended (in saved order)."""
+        out: list[Doc] = []
+        for events, entry in self.held.pop(room, []):
+            self.snapshot.append(entry)
+            out += events
+        return out
+
+    def release_all(self) -> list[Doc]:
+        """Every held post (the run ended in the middle of a blind round)."""
+        return [doc for room in list(self.held) for doc in self.release(room)]
+
     def close_all(self) -> list[Doc]:
         """``TEXT_MESSAGE_END`` for every open message (a run ends or waits)."""
         ended = [{"type": "TEXT_MESSAGE_END", "messageId": mid} for mid in self.open]
@@ -118,7 +144,7 @@ class Messages:
             state.members[member].human else "assistant"
         meta = {"wopdsl": {"member": member, "room": room, "mentions": list(mentions),
                            "runId": self.run_id}}
-        self.snapshot.append({"id": agui_id, "role": role, "content": text, "name": member})
+        entry = {"id": agui_id, "role": role, "content": text, "name": member}
         out: list[Doc] = []
         sent = self.open.pop(agui_id, None)
         self.starts.pop(agui_id, None)
@@ -130,13 +156,18 @@ class Messages:
             out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": agui_id,
                         "delta": text[len(sent):]})
         out.append({"type": "TEXT_MESSAGE_END", "messageId": agui_id})
+        if _blind_round(state, room):
+            self.held.setdefault(room, []).append((out, entry))
+            return []
+        self.snapshot.append(entry)
         return out
 
     def _chunk(self, payload: Doc, state: CouncilState) -> list[Doc]:
         member = str(payload.get("nodeId", ""))
         inflight = state.inflight.get(member)
-        if inflight is None:
-            return []
+        if inflight is None or (member in state.members and any(
+                _blind_round(state, r) for r in state.members[member].rooms)):
+            return []  # (A blind round's answers are held whole: see the module.)
         channel = str(payload.get("channel", ""))
         out: list[Doc] = []
         stream = self.streams.get(member)
@@ -205,6 +236,12 @@ class Messages:
                               "content": content})
         return [{"type": "TOOL_CALL_RESULT", "messageId": result_id, "toolCallId": call,
                  "content": content, "role": "tool"}]
+
+
+def _blind_round(state: CouncilState, room_id: str) -> bool:
+    """Whether ``room_id`` is a blind room in the middle of a round (its posts are held)."""
+    room = state.rooms.get(room_id)
+    return room is not None and room.blind and room.round > 0 and not room.settled
 
 
 def _outcome_text(payload: Doc) -> str:
