@@ -21,6 +21,16 @@ SqliteStore(sys.argv[1]).append("r7", [make_event("r7", 0, payload={"from": "chi
 """
 
 
+async def _stop(waiting: list[asyncio.Future[object]], streams: list[object],
+                store: SqliteStore) -> None:
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    for stream in streams:
+        await stream.aclose()  # type: ignore[attr-defined]
+    store.close()
+
+
 class CountingStore(SqliteStore):
     """A real SQLite store that counts the reads of a run's last sequence."""
 
@@ -48,12 +58,7 @@ async def test_idle_subscribers_of_many_runs_do_not_each_poll_the_log(tmp_path: 
         await asyncio.sleep(0.05)
         assert [i for i, task in enumerate(waiting) if task.done()] == [3]
     finally:
-        for task in waiting:
-            task.cancel()
-        await asyncio.gather(*waiting, return_exceptions=True)
-        for stream in streams:
-            await stream.aclose()  # type: ignore[attr-defined]
-        store.close()
+        await _stop(waiting, streams, store)
 
 
 async def test_another_processs_append_reaches_its_run_among_many(tmp_path: Path) -> None:
@@ -71,12 +76,7 @@ async def test_another_processs_append_reaches_its_run_among_many(tmp_path: Path
         await asyncio.sleep(0.2)  # Several poll intervals: the others were woken, not fed.
         assert [i for i, task in enumerate(waiting) if task.done()] == [7]
     finally:
-        for task in waiting:
-            task.cancel()
-        await asyncio.gather(*waiting, return_exceptions=True)
-        for stream in streams:
-            await stream.aclose()  # type: ignore[attr-defined]
-        store.close()
+        await _stop(waiting, streams, store)
 
 
 async def test_a_subscriber_waiting_when_its_store_closes_gets_the_error(tmp_path: Path) -> None:
