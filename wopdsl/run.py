@@ -221,12 +221,13 @@ class Run:
     async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
                     mentions: list[str] | None = None, operation: str = "exchange",
                     outcome: Any = None, resume: dict[str, Any] | None = None,
-                    answer: KeepAnswer | None = None) -> str | None:
+                    answer: KeepAnswer | None = None, steer: bool = False) -> str | None:
         """Post as a human member, or submit an external member's turn.
 
         ``@member`` in ``text`` becomes a mention. Every way in is checked the same at the
         door (RFC 0101 roster, role, room, mentions, size); a refused turn appends nothing
-        and the run keeps waiting.
+        and the run keeps waiting. A post is saved at once, even while turns run (their
+        batch takes it in when it settles).
 
         Args:
             text: The message text.
@@ -244,6 +245,9 @@ class Run:
                 overrides the above. A ``close`` keeps its ``turn`` as the closing turn.
             answer: For a host's request with an ``Idempotency-Key``: from the message id and
                 the run's status, the :class:`~wopdsl.store.Answer` kept with the turn.
+            steer: Steer (a person's post only): the members the post mentions (without
+                mentions, the room's members) stop their running turns at once and take
+                them again with the post among their triggers (docs/guides/steering.md).
 
         Returns:
             The saved message id (``None`` for ``close``).
@@ -261,7 +265,8 @@ class Run:
         entry = HumanInput(member=member, room=target, text=text,
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
-                           operation=operation, outcome=outcome, resume=resume, answer=answer)
+                           operation=operation, outcome=outcome, resume=resume, answer=answer,
+                           steer=steer)
         engine = await self._aengine()
         was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)

@@ -210,7 +210,7 @@ def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop reply RUN --room R [--as MEMBER] TEXT``: post as the human, then continue."""
+    """``wop reply RUN --room R [--as MEMBER] [--steer] TEXT``: post as the human, go on."""
     council = _rebind(ctx, args.run, args.council)
     store = ctx.store()
     printer = LivePrinter.resuming(ctx.out, store, args.run, quiet=args.json)
@@ -219,7 +219,7 @@ def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
     async def begin() -> tuple[Run, None]:
         run = attach(store, args.run, council=council)
         await run.reply(args.text or "", room=args.room, as_=args.as_,
-                        resume=_resume_payload(args))
+                        resume=_resume_payload(args), steer=args.steer)
         return run, None
 
     return _live(ctx, printer, args.json, begin, Run.wait)

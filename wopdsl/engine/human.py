@@ -61,7 +61,7 @@ class HumanDoor(EventWriter):
                    node_id=turn.member)
         if turn.text:
             self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
-                           human=turn.role == "user", ts=turn.ts)
+                           human=turn.role == "user", ts=turn.ts, steer=turn.steer)
         self._request_waits()
         return mid if turn.text else None
 

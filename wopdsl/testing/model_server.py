@@ -162,6 +162,10 @@ class CapturedRequest:
     body: Any
     member: str | None
     at: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    """``time.monotonic()`` when the answer was sent, or the client hung up (a stopped stream)."""
+    hung_up: bool = False
+    """Whether the client closed the connection before the answer was sent in full."""
 
     @property
     def stream(self) -> bool:
@@ -298,6 +302,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(scripted, request, body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client hung up (it may: it has its answer)
+            request.hung_up = True
+        finally:
+            request.ended = time.monotonic()
 
     def _answer(self, scripted: Outcome, request: CapturedRequest, body: Any) -> None:
         owner = self.server_owner
@@ -408,7 +415,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = f"data: {chunk}\n\n".encode()
         stop = time.monotonic() + endless.max_s
         while time.monotonic() < stop:
-            self._chunk(data)
+            self._chunk(data)  # raises once the client has hung up
             if endless.delay_s:
                 time.sleep(endless.delay_s)
         self.close_connection = True
