@@ -18,6 +18,7 @@ from wopdsl.errors import RunBusy, RunNotFound, RunStateConflict, ValidationErro
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
+from wopdsl.presence import Presence
 from wopdsl.projections.log import EventLog
 from wopdsl.projections.metrics import RunMetrics, decisions_of, metrics_of
 from wopdsl.projections.notebook import run_html, run_markdown
@@ -58,6 +59,7 @@ class Run:
         # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
         self._live: LiveTrace | None = None  # one for all drives: no span is sent twice
+        self._presence: Presence | None = None
 
     # -- state, read from the log ----------------------------------------------------------
 
@@ -134,6 +136,17 @@ class Run:
     def metrics(self) -> RunMetrics:
         """How the council deliberated: per member and per decision (``wop metrics``)."""
         return metrics_of(self.store.read(self.run_id))
+
+    @property
+    def presence(self) -> Presence:
+        """Who watches and who types in the run's rooms (RFC 0110 channel presence).
+
+        Shared with every front end on the same store (see :mod:`wopdsl.presence`); never
+        part of the run's log.
+        """
+        if self._presence is None:
+            self._presence = Presence(self.store, self.run_id, lambda: self.state)
+        return self._presence
 
     @property
     def waiting_for(self) -> list[str]:

@@ -82,6 +82,8 @@ class Api:
         doc["runs"] = {"pauseResume": {"supported": True,  # capabilities.md §runs.pauseResume
                                        "drainPolicies": list(DRAIN_POLICIES)}}
         doc["replay"] = {"supported": True, "modes": list(forks.ADVERTISED_MODES)}
+        # RFC 0110: who watches and types per room (wopdsl.server.presence).
+        doc["channelPresence"] = {"supported": True}
         if self.host.fixtures:
             doc["fixtures"] = sorted(self.host.fixtures)
         return doc
