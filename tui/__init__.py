@@ -20,7 +20,7 @@ __all__ = ["CouncilApp", "run_app"]
 
 
 def run_app(target: str, store: str | None = None, *,
-            max_participants: int | None = None) -> int:
+            max_participants: int | None = None, as_: str | None = None) -> int:
     """Run the terminal UI on a council file (start a run) or a run id (attach to it).
 
     Args:
@@ -28,6 +28,8 @@ def run_app(target: str, store: str | None = None, *,
         store: The event store (SQLite path, ``postgresql://`` URL or ``memory:``); default
             ``$WOP_STORE`` or ``.wop/runs.db``.
         max_participants: The host's roster limit per room for a started run.
+        as_: The human member the person at this terminal posts as (several people may
+            share a run, each from their own terminal).
 
     Returns:
         The exit code: 0 when the UI closed, 2 when the target is invalid or unknown (the
@@ -38,7 +40,7 @@ def run_app(target: str, store: str | None = None, *,
     except wopdsl.WopError as exc:
         print(exc.render(), file=sys.stderr)
         return 2
-    app = CouncilApp(source, store=store, max_participants=max_participants)
+    app = CouncilApp(source, store=store, max_participants=max_participants, as_=as_)
     result = app.run()
     return result if isinstance(result, int) else 0
 

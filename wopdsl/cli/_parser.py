@@ -266,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human member you post as (several people may share a run)")
 
     add_serve(sub, common, _at_least)
 
