@@ -54,12 +54,18 @@ class Run:
         self._state = CouncilState()
         self._task: asyncio.Task[RunStatus] | None = None
         self._started: asyncio.Event | None = None
-        self.events = EventLog(store, run_id, self._follow)
-        """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
         # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
         self._live: LiveTrace | None = None  # one for all drives: no span is sent twice
         self._presence: Presence | None = None
+
+    @property
+    def events(self) -> EventLog:
+        """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
+        # Built on each access: a log kept in the run would hold the run (through
+        # ``_follow``) in a reference cycle, so a finished run's state would wait for the
+        # cyclic GC instead of being freed with the run.
+        return EventLog(self.store, self.run_id, self._follow)
 
     # -- state, read from the log ----------------------------------------------------------
 
