@@ -46,6 +46,10 @@ n, turns, runs = (int(a) for a in sys.argv[4:7])
 sys.path[:0] = [tree, tree + "/bench"]
 import wopdsl
 assert Path(wopdsl.__file__).resolve().is_relative_to(Path(tree).resolve()), wopdsl.__file__
+# Under valgrind every call is ~50 times slower: a sync handler would pass the 5 ms in-place
+# threshold now and then and move to worker threads, which a normal run never does.
+import wopdsl.agents.python
+wopdsl.agents.python.INLINE_THRESHOLD_S = 3600.0
 from workload import CountingStore, build_council, run_engine_only, run_once
 council = build_council(engine, n, turns)
 with tempfile.TemporaryDirectory(prefix="wop-instr-") as tmp:
