@@ -447,10 +447,13 @@ class Run:
 
     async def _follow(self, after: int) -> AsyncIterator[RunEventDoc]:
         store = self.store
+        last = -1  # The log's length only grows: while an event is before it, more follow.
         async for event in store.subscribe(self.run_id, after):
             yield event
-            if event["sequence"] >= await store.call(store.last_sequence, self.run_id) and \
-                    await self._stopped():
+            if event["sequence"] < last:
+                continue
+            last = await store.call(store.last_sequence, self.run_id)
+            if event["sequence"] >= last and await self._stopped():
                 return
 
     async def _stopped(self) -> bool:
