@@ -50,17 +50,20 @@ class Dispatch(Batches, Deliberation):
                     position=inflight.position, triggers=inflight.triggers,
                     batch=state.batch), node_id=inflight.member)
             return batch
-        self._deliberate()
-        for member_id in state.queue:
-            member = state.members[member_id]
+        graph = self.graph
+        if graph.deliberates:
+            self._deliberate()
+        queue, members = state.queue, state.members
+        for member_id in queue:
+            member = members[member_id]
             if member.turns >= member.cap:
                 self._fail("TEAM_TURN_LIMIT",
                            f"{member_id} was requested again but has used all {member.cap} of "
                            "its turns (max_turns)", member_id)
                 return None
-        self._request_waits()
-        chosen = [m for m in state.queue if not state.members[m].awaited]
-        chosen = chosen[: state.concurrency]
+        if graph.awaits:
+            self._request_waits()
+        chosen = [m for m in queue if not members[m].awaited][: state.concurrency]
         if not chosen:
             if not state.queue:
                 self._complete()
