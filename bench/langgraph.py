@@ -127,8 +127,10 @@ def _timed(command: list[str], **kwargs: Any) -> tuple[float, float, bytes]:
 
 
 def _wop(turns: int, members: int, tmp: Path, index: int) -> tuple[float, float]:
+    # Ahead of any PYTHONPATH given (which may point at another tree's wopdsl to compare).
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "WOP_BENCH_MEMBERS": str(members), "WOP_BENCH_TURNS": str(turns),
-           "PYTHONPATH": str(HERE)}
+           "PYTHONPATH": path}
     store = tmp / f"wop{index}.db"
     wall, cpu, out = _timed(
         [sys.executable, "-c", "from wopdsl.cli import main; raise SystemExit(main())",
