@@ -27,7 +27,6 @@ missing from the waiting task's history never reached it, so it is sent then.
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any, ClassVar
 
@@ -42,6 +41,7 @@ from wopdsl.agents.a2a.wire import (
     result_of,
 )
 from wopdsl.agents.base import MemberAgent, TurnRecorder
+from wopdsl.agents.headers import UnsetHeader, header_values
 from wopdsl.agents.llm.answers import AnswerBounds, result_schema
 from wopdsl.agents.llm.prompts import RoomView
 from wopdsl.agents.tools.base import ToolOutput
@@ -59,9 +59,19 @@ TOOL_NAME = "a2a"
 
 
 class A2aSetupError(WopError):
-    """An ``a2a`` member cannot reach its agent at all (a header's variable is not set)."""
+    """An ``a2a`` member cannot reach its agent at all (a header's variable is not set).
+
+    Args:
+        message: What is wrong.
+        hint: How to fix it.
+        header: The header whose variable is not set.
+    """
 
     code = "A2A_ERROR"
+
+    def __init__(self, message: str, *, hint: str = "", header: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.header = header
 
 
 class A2aAgent(MemberAgent):
@@ -93,14 +103,11 @@ class A2aAgent(MemberAgent):
 
     async def start(self) -> None:
         """Read the headers' variables (the agent is reached on the first turn)."""
-        headers = {}
-        for name, variable in self.header_vars.items():
-            value = os.environ.get(variable)
-            if value is None:
-                raise A2aSetupError(f"{self.member}'s header {name} comes from environment "
-                                    f"variable {variable}, which is not set",
-                                    hint=f"export {variable}=... before the run")
-            headers[name] = value
+        try:
+            headers = header_values(self.header_vars)
+        except UnsetHeader as unset:
+            raise A2aSetupError(unset.said_of(f"{self.member}'s header"), hint=unset.hint,
+                                header=unset.header) from None
         self.remote = Remote(self.member, self.url, headers, self.max_bytes)
 
     async def stop(self) -> None:
