@@ -1,10 +1,11 @@
 """``wop serve --a2a``: a council served as an A2A 1.0 agent, driven by the official SDK's client.
 
-A real ``wop serve`` subprocess serves ``examples/a2a-desk.toml`` (the writer asks the boss,
-a person; the A2A client answers for the boss). The checks on the wire are those of the
-official A2A TCK (github.com/a2aproject/a2a-tck, tests/mandatory) that apply to a council:
-the card, SendMessage and its continuation, GetTask with historyLength, CancelTask,
-ListTasks paging, the streaming methods, and the JSON-RPC error codes.
+A real ``wop serve`` subprocess serves ``examples/a2a-desk.toml`` (the analyst asks the boss,
+a person, and the A2A client answers for the boss; the lead, as chair, gives the answer).
+The checks on the wire are those of the official A2A TCK (github.com/a2aproject/a2a-tck,
+tests/mandatory) that apply to a council: the card, SendMessage and its continuation,
+GetTask with historyLength, CancelTask, ListTasks paging, the streaming methods, and the
+JSON-RPC error codes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ pytest.importorskip("a2a.client", reason="the a2a extra (wopdsl[a2a]) is not ins
 from tests.server.conftest import ALICE, BOB, Served, start_server
 
 DESK = Path(__file__).resolve().parents[2] / "examples" / "a2a-desk.toml"
-QUESTION = "Which market, @boss?"
+QUESTION = "Which market should I size, @boss?"
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def test_the_agent_card_says_what_is_served(host: Served) -> None:
         assert card["capabilities"] == {"streaming": True, "pushNotifications": False,
                                         "extendedAgentCard": False}
         [skill] = card["skills"]
-        assert skill["id"] == "desk" and skill["tags"] == ["person", "writer"]
+        assert skill["id"] == "desk" and skill["tags"] == ["lead", "market analyst", "person"]
         assert "boss" in skill["description"]  # people take part: input may be required
         assert "securitySchemes" not in card  # no tokens, no scheme
     assert httpx.get(host.url + "/a2a/nope/.well-known/agent-card.json",
@@ -121,7 +122,7 @@ def test_a_client_convenes_the_council_with_a_human_turn_in_the_middle(host: Ser
             first = await _send(client, _message("Size the EU heat-pump market.", "m-1",
                                                  contextId="ctx-7"))
             task_id = first[0]["task"]["id"]
-            second = await _send(client, _message("@writer Germany", "m-2", task_id))
+            second = await _send(client, _message("Germany", "m-2", task_id))
             task = MessageToDict(await client.get_task(GetTaskRequest(id=task_id)))
             await client.close()
             return first, second, task
@@ -132,17 +133,18 @@ def test_a_client_convenes_the_council_with_a_human_turn_in_the_middle(host: Ser
     status = asked["task"]["status"]
     assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert status["message"]["parts"][0]["text"] == \
-        f"boss is asked in room market: writer said: {QUESTION}"
+        f"boss is asked in room market: analyst said: {QUESTION}"
     assert status["message"]["metadata"] == {"member": "boss", "room": "market"}
     [done] = second
     assert done["task"]["id"] == task["id"] and done["task"]["status"]["state"] == \
         "TASK_STATE_COMPLETED"
     answer, result = task["artifacts"]
-    assert answer["parts"] == [{"text": "Sized it: @writer Germany"}]
+    assert answer["parts"] == [{"text": "Sized the Germany market."}]
     assert result["parts"][0]["data"]["task"] == "Size the EU heat-pump market."
     assert [(m["role"], m["parts"][0]["text"]) for m in task["history"]] == [
         ("ROLE_USER", "Size the EU heat-pump market."), ("ROLE_AGENT", QUESTION),
-        ("ROLE_USER", "@writer Germany"), ("ROLE_AGENT", "Sized it: @writer Germany")]
+        ("ROLE_USER", "Germany"),
+        ("ROLE_AGENT", "Every decision is closed: the chair has the last word.")]
     assert task["history"][0]["messageId"] == "m-1"
     _checked(host.store, task["id"])
 
@@ -152,7 +154,7 @@ def test_streaming_sends_each_post_and_the_state_it_stops_in(host: Served) -> No
         async with httpx.AsyncClient(timeout=30) as http:
             client = await _client(http, host.url, streaming=True)
             first = await _send(client, _message("Size it.", "s-1"))
-            second = await _send(client, _message("@writer Spain", "s-2",
+            second = await _send(client, _message("Spain", "s-2",
                                                   first[0]["task"]["id"]))
             await client.close()
             return first, second
@@ -163,13 +165,15 @@ def test_streaming_sends_each_post_and_the_state_it_stops_in(host: Served) -> No
     assert [(u["status"]["state"], u["status"]["message"]["parts"][0]["text"])
             for u in updates] == [("TASK_STATE_WORKING", QUESTION),
                                   ("TASK_STATE_INPUT_REQUIRED",
-                                   f"boss is asked in room market: writer said: {QUESTION}")]
+                                   f"boss is asked in room market: analyst said: {QUESTION}")]
     kinds = [next(iter(e)) for e in second[1:]]
     assert kinds == ["statusUpdate", "statusUpdate", "artifactUpdate", "artifactUpdate",
                      "statusUpdate"]
     posts = [e["statusUpdate"]["status"]["message"] for e in second[1:3]]
     assert [(m["metadata"]["from"], m["parts"][0]["text"]) for m in posts] == [
-        ("boss", "@writer Spain"), ("writer", "Sized it: @writer Spain")]
+        ("boss", "Spain"), ("system", "Every decision is closed: the chair has the last word.")]
+    assert second[3]["artifactUpdate"]["artifact"]["parts"] == [
+        {"text": "Sized the Spain market."}]
     assert second[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
@@ -297,7 +301,7 @@ def test_a_task_outlives_a_killed_host_and_completes_after_restart(tmp_path: Pat
             client = await _client(http, again.url, streaming=True)
             followed = [MessageToDict(e) async for e in client.subscribe(
                 SubscribeToTaskRequest(id=task_id))]
-            done = await _send(client, _message("@writer Italy", "k-2", task_id))
+            done = await _send(client, _message("Italy", "k-2", task_id))
             await client.close()
             return followed, done
 
