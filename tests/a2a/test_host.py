@@ -314,3 +314,66 @@ def test_a_task_outlives_a_killed_host_and_completes_after_restart(tmp_path: Pat
     assert done[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     _checked(served.store, task_id)
 
+
+
+PANEL = """\
+[council]
+id = "panel"
+task = "Review the plan."
+
+[[rooms]]
+id = "review"
+members = ["author", "partner", "boss"]
+
+[[members]]
+id = "author"
+role = "author"
+engine = "script"
+script = [
+  { summary = "asked", posts = [{ room = "review", text = "Sign it?", mentions = ["partner"] }] },
+]
+
+[[members]]
+id = "partner"
+role = "partner agent"
+engine = "external"
+initial_turn = false
+
+[[members]]
+id = "boss"
+role = "person"
+engine = "human"
+initial_turn = false
+"""
+
+
+def test_the_client_answers_as_the_external_member_the_run_waits_for(tmp_path: Path) -> None:
+    council = tmp_path / "panel.toml"
+    council.write_text(PANEL, encoding="utf-8")
+    served = start_server(tmp_path, council, args=("--a2a",))
+    try:
+        def rpc(method: str, params: Any) -> dict[str, Any]:
+            response = httpx.post(f"{served.url}/a2a/panel", json={
+                "jsonrpc": "2.0", "id": 1, "method": method, "params": params}, timeout=30)
+            answer: dict[str, Any] = response.json()
+            return answer
+
+        task = rpc("SendMessage", {"message": {"messageId": "p-1", "role": "ROLE_USER",
+                                               "parts": [{"text": "Review it."}]}})
+        task = task["result"]["task"]
+        assert task["status"]["message"]["metadata"] == {"member": "partner", "room": "review"}
+        wrong = rpc("SendMessage", {"message": {
+            "messageId": "p-2", "role": "ROLE_USER", "taskId": task["id"],
+            "metadata": {"member": "author"}, "parts": [{"text": "Signed."}]}})
+        assert wrong["error"]["code"] == -32602
+        assert "its human and external members: boss, partner" in wrong["error"]["message"]
+        done = rpc("SendMessage", {"message": {"messageId": "p-3", "role": "ROLE_USER",
+                                               "taskId": task["id"],
+                                               "parts": [{"text": "Signed."}]}})
+        assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        [signed] = [m for m in done["result"]["task"]["history"]
+                    if m["parts"][0]["text"] == "Signed."]
+        assert (signed["role"], signed["metadata"]["from"]) == ("ROLE_USER", "partner")
+    finally:
+        served.stop()
+    _checked(served.store, task["id"])
