@@ -271,6 +271,7 @@ def test_tokens_guard_the_agent_and_its_tasks(tmp_path: Path) -> None:
         assert refused.status_code == 401
         task = _rpc(served.url, "SendMessage", params, token=ALICE)["result"]["task"]
         assert _code(_rpc(served.url, "GetTask", {"id": task["id"]}, token=BOB)) == -32001
+        assert _code(_rpc(served.url, "CancelTask", {"id": task["id"]}, token=BOB)) == -32001
         assert _rpc(served.url, "ListTasks", {}, token=BOB)["result"]["tasks"] == []
         answer = {"message": {"messageId": "tok-2", "role": "ROLE_USER",
                               "taskId": task["id"], "parts": [{"text": "hijack"}]}}

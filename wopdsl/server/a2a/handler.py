@@ -270,16 +270,23 @@ class CouncilAgent(RequestHandler):
 
     async def _state(self, task_id: str, context: ServerCallContext,
                      action: Any) -> CouncilState:
-        """The run of ``task_id`` if it is this council's and the caller may ``action`` it."""
+        """The run of ``task_id`` if it is this council's and the caller may ``action`` it.
+
+        A task the caller may not read is not found for it; one it may read but not
+        ``action`` is an ``InvalidParamsError`` saying why.
+        """
+        principal = _principal(context)
         try:
             state = await self.host.state_of(task_id)
             if state.workflow_id != self.council_id:
                 raise ApiError(404, "run_not_found", "")
-            self.access.check(_principal(context), state, action)
-        except ApiError as exc:
-            if exc.status == 403 and action != "read":
-                raise InvalidParamsError(message=exc.message) from None
+            self.access.check(principal, state, "read")
+        except ApiError:
             raise TaskNotFoundError(message=f"no task {task_id} here") from None
+        try:
+            self.access.check(principal, state, action)
+        except ApiError as exc:
+            raise InvalidParamsError(message=exc.message) from None
         return state
 
     # -- not offered -------------------------------------------------------------------------
