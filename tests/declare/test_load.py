@@ -210,7 +210,7 @@ def test_wrong_engine_name() -> None:
         12,
         1,
         "members[0] (writer).engine",
-        "must be one of 'python', 'script', 'human', 'external' or 'llm', got \"lm\"",
+        "must be one of 'python', 'script', 'human', 'external', 'llm' or 'a2a', got \"lm\"",
     )
 
 

@@ -48,12 +48,21 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
             print(f"note: {line}", file=ctx.err, flush=True)
 
         tools = asyncio.run(tool_lines(council, use_cache=not args.no_cache, note=note))
+    agents: dict[str, dict[str, Any]] = {}
+    if any(m.engine == "a2a" for m in spec.members):  # reads each agent's card (§25)
+        import asyncio
+
+        from wopdsl.cli._a2a_check import agent_lines
+
+        agents = asyncio.run(agent_lines(council))
     if args.json:
         doc = {"status": "ok", "council": spec.id, "version": settings.version,
                "rooms": {r.id: list(r.members) for r in graph.rooms.values()},
                "members": [m.id for m in graph.members.values()]}
         if tools:
             doc["tools"] = tools
+        if agents:
+            doc["agents"] = agents
         print_json(doc, out)
         return EXIT_OK
     print(f"ok: council {spec.id} (version {settings.version})", file=out)
@@ -84,6 +93,11 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
               f"cap={member.cap}{tail}", file=out)
         for line in tools.get(member.id, []):
             print(f"      tool {line}", file=out)
+        card = agents.get(member.id)
+        if card is not None:
+            print(f"      agent {card['name']!r} {card['version']}: skills "
+                  f"{', '.join(card['skills'])}; "
+                  f"{'streams' if card['streaming'] else 'does not stream'}", file=out)
     for line in worst_case_lines(spec, graph.members.values()):
         print(line, file=out)
     if tools:
