@@ -72,6 +72,33 @@ async def test_an_immediate_pause_cuts_the_turn_off_and_unpause_runs_it_again(
     assert [c.turn for c in calls.log] == [1, 1]  # The same turn, twice.
 
 
+async def test_who_waits_for_the_run_hears_paused_when_it_is_paused(
+        make_council: MakeCouncil, db_path: Path) -> None:
+    """A task awaiting ``wait()`` or ``resume()`` while an immediate pause cuts the turn off
+    is told ``paused`` (not cancelled), and ``cancelled`` when a cancel does; cancelling
+    that task itself still cancels it."""
+    calls = Calls()
+    run, release, _council = await _writing(make_council, db_path, calls)
+    waiting = asyncio.ensure_future(run.wait())
+    resuming = asyncio.ensure_future(run.resume())
+    doomed = asyncio.ensure_future(run.wait())
+    await asyncio.sleep(0)
+    doomed.cancel()
+
+    await run.pause("operator break")
+
+    assert await waiting == "paused" and await resuming == "paused"
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    await run.unpause()
+    await asyncio.sleep(0)
+    waiting = asyncio.ensure_future(run.wait())
+    await asyncio.sleep(0)
+    await run.cancel("enough")
+    assert await waiting == "cancelled"
+    release.set()
+
+
 class _HandClock:
     """A clock that reads what the test set (the run's event timestamps follow it)."""
 
