@@ -5,6 +5,7 @@ alone into a light environment of its own (.venv-demo) and runs the demo council
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -47,7 +48,10 @@ print(json.dumps({"installed": sorted(installed), "needed": sorted(needed)}))
 
 
 def _make(*args: str, cwd: Path = ROOT, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", *args], cwd=cwd, capture_output=True, text=True,
+    """`make` as a user types it, even when the suite itself runs under `make test` (an inner
+    make inherits MAKELEVEL and MAKEFLAGS and would print "Entering directory" lines)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKELEVEL", "MAKEFLAGS", "MFLAGS"}}
+    return subprocess.run(["make", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
 
 

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from wopdsl import CouncilSpec, Run, __version__
+from wopdsl import Run, __version__
 from wopdsl.protocol.capabilities import DRAIN_POLICIES, discovery
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, ROOM_TYPE_ID
 from wopdsl.server import forks, sse
@@ -26,7 +26,14 @@ from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, wan
 from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
-from wopdsl.server.turns import asked_room, check_mentions, ended, resolve_speaker, room_of
+from wopdsl.server.turns import (
+    asked_room,
+    check_mentions,
+    council_spec,
+    ended,
+    resolve_speaker,
+    room_of,
+)
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot, wire_status
 from wopdsl.store import Answer
@@ -200,7 +207,7 @@ class Api:
 
         async def act(keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
             run, state = await self.run_for(request, "read")
-            members = {m.id: m for m in _council_spec(run, state).members}
+            members = {m.id: m for m in council_spec(run, state).members}
             if state.status in TERMINAL_STATUSES and (
                     node_id.removeprefix("room:") in state.rooms or node_id in members):
                 raise ended(run_id, node_id, state.status, v2=major_of(request.scope) == 2)
@@ -339,12 +346,6 @@ async def _status(run: Run) -> str:
 
 def _principal(request: Request) -> str:
     return str(request.scope.get("state", {}).get("principal") or "")
-
-
-def _council_spec(run: Any, state: CouncilState) -> Any:
-    if run.council is not None:
-        return run.council.compile().spec
-    return CouncilSpec.model_validate(state.council)
 
 
 def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
