@@ -43,6 +43,7 @@ __all__ = [
     "StoreConflict",
     "StoreError",
     "StoreUnavailable",
+    "TurnAsks",
     "TurnError",
     "TurnSuspended",
     "ValidationError",
@@ -296,3 +297,22 @@ class TurnSuspended(TurnError):
 
     def __init__(self, message: str = "waiting for an approval") -> None:
         super().__init__("SUSPENDED", message)
+
+
+class TurnAsks(TurnSuspended):
+    """A turn waits for an answer to its remote agent's question (``input-required``).
+
+    The engine writes the wait (see :mod:`wopdsl.state.asks`); the turn runs again once a
+    post in ``room`` answers it.
+
+    Args:
+        room: The room the answer is posted in.
+        question: The agent's question.
+        key: The interrupt key of the wait (``a2a/<call id>``).
+    """
+
+    def __init__(self, room: str, question: str, key: str) -> None:
+        super().__init__(f"waiting for an answer in room {room}: {question}")
+        self.room = room
+        self.question = question
+        self.key = key

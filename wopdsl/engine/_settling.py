@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from wopdsl._ids import message_id
-from wopdsl.engine._endings import Endings
+from wopdsl.engine._asks import Asks
 from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms
-from wopdsl.errors import TurnError, TurnSuspended
+from wopdsl.errors import TurnAsks, TurnError, TurnSuspended
 from wopdsl.state import Inflight
 
 __all__ = ["Settling"]
 
 
-class Settling(Endings):
+class Settling(Asks):
     """Writes a settled batch's outcomes (the caller commits them)."""
 
     _retry_wait: float | None
@@ -31,6 +31,8 @@ class Settling(Endings):
     def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
                 *, timed_out: bool) -> None:
         failure: tuple[str, TurnError] | None = None
+        outcomes = [(self._unanswerable(i, o) or o) if isinstance(o, TurnAsks) else o
+                    for i, o in zip(batch, outcomes, strict=True)]
         # A failed turn with retries left runs again (node.retried, then after its delay a
         # new node.started) unless another turn of the batch failed for good.
         retry = [isinstance(o, TurnError) and self._retryable(i, o)
@@ -40,6 +42,8 @@ class Settling(Endings):
                                  for o, r in zip(outcomes, retry, strict=True))
         for inflight, outcome, again in zip(batch, outcomes, retry, strict=True):
             member = inflight.member
+            if isinstance(outcome, TurnAsks):  # its agent asks: the run waits for an answer
+                self._write_ask(inflight, outcome)
             if isinstance(outcome, TurnSuspended):
                 continue  # it stays in flight, waiting for a decision (its node.suspended)
             if isinstance(outcome, TurnError):

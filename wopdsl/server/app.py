@@ -44,7 +44,7 @@ CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
 def create_app(store: str | os.PathLike[str] | EventStore | None = None,
                councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
                limits: Limits | None = None, allowed_hosts: Iterable[str] = (),
-               conformance: bool = False) -> Starlette:
+               conformance: bool = False, a2a: bool = False) -> Starlette:
     """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
 
     On startup the app resumes the unfinished runs of its councils that it can claim; on
@@ -61,6 +61,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             Requests for other names get 400 ``host_not_allowed`` (DNS rebinding).
         conformance: Also serve the OpenWOP conformance fixtures (advertised in discovery
             ``fixtures[]``) and the multi-party test seam (:mod:`wopdsl.server.conformance`).
+        a2a: Also serve every council as an A2A 1.0 agent (:mod:`wopdsl.server.a2a`; needs
+            the ``a2a`` extra).
 
     Returns:
         A Starlette app; ``app.state.host`` is its :class:`~wopdsl.server.host.Host`.
@@ -106,6 +108,10 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             if stand_in is not None:
                 stand_in.stop()
 
+    if a2a:
+        from wopdsl.server.a2a import a2a_routes
+
+        extra += a2a_routes(host, feeds, api.access, limits)
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
               for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api), *extra,
                         *AguiApi(api).routes(), *page_routes()]]

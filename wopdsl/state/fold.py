@@ -11,7 +11,8 @@ from wopdsl._ids import parse_iso_ms
 from wopdsl.model.construct import new_message
 from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
+from wopdsl.protocol.payloads import ASK_PREFIX, MEMBER_TYPE_ID, turn_sender
+from wopdsl.state.asks import AskState
 from wopdsl.state.deliberation import DeliberationFold
 from wopdsl.state.records import (
     Chair,
@@ -78,6 +79,8 @@ class CouncilState(DeliberationFold):
     """Model usage per member and in total, from ``provider.usage``."""
     tools: ToolState = field(default_factory=ToolState)
     """Tool calls made and approvals awaited (``agent.toolCalled``, approval interrupts)."""
+    asks: AskState = field(default_factory=AskState)
+    """Questions ``a2a`` members' agents wait on, until a post in the room answers them."""
     paused: str | None = None
     """While an operator has paused the run (``run.paused``): the pause's reason."""
     paused_since_ms: int = 0
@@ -334,6 +337,11 @@ class CouncilState(DeliberationFold):
         if room.blind and queue:  # A blind round's posts, by sender (see RoomState.hidden_from).
             room.round_posts.setdefault(message.sender, []).append(message)
         if queue and mentions:
+            sender = self.members.get(message.sender)
+            ask = self.asks.answered_by(room.id, mentions) if self.asks.open and \
+                sender is not None and sender.awaited else None
+            if ask is not None:  # The post is the asking member's input, not a request.
+                mentions = [m for m in mentions if m != ask.member]
             self._request(room, message.sender, message_id, mentions)
 
     def _closed(self, event: RunEventDoc) -> None:
@@ -357,6 +365,10 @@ class CouncilState(DeliberationFold):
             self.tools.requested(event)
         if payload.get("kind") != "conversation.exchange":
             return
+        if str(payload.get("key", "")).startswith(ASK_PREFIX):
+            room_id = str((payload.get("data") or {}).get("conversationId", ""))
+            self.asks.requested(event, room_id.rpartition(":room:")[2])
+            return
         member = exchange_member(payload.get("key", ""))
         room = self._room_of(event)
         if member in self.members and room is not None:
@@ -364,7 +376,7 @@ class CouncilState(DeliberationFold):
 
     def _interrupt_resolved(self, event: RunEventDoc) -> None:
         key = event["payload"].get("interruptId")
-        if self.tools.resolved(str(key)):
+        if self.tools.resolved(str(key)) or self.asks.resolved(str(key)):
             return
         member = exchange_member(str(key))
         if self.interrupts.get(member, ("",))[0] == key:
