@@ -31,10 +31,18 @@ if TYPE_CHECKING:
     from wopdsl.projections.diff import RunDiff
     from wopdsl.projections.trace.live import LiveTrace
 
-__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
+__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync", "tags_of"]
 
 _STOPPED = frozenset({*TERMINAL, "waiting-input", "paused"})
 """Statuses in which nothing is appended until someone acts."""
+
+
+def tags_of(metadata: dict[str, Any]) -> list[str]:
+    """The tags in a ``run.started`` payload's ``metadata`` (``request.runOptions.tags``)."""
+    request = metadata.get("request")
+    options = request.get("runOptions") if isinstance(request, dict) else None
+    tags = options.get("tags") if isinstance(options, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
 class Run:
@@ -134,6 +142,11 @@ class Run:
     def metrics(self) -> RunMetrics:
         """How the council deliberated: per member and per decision (``wop metrics``)."""
         return metrics_of(self.store.read(self.run_id))
+
+    @property
+    def tags(self) -> list[str]:
+        """The run's tags (``Council.start(tags=…)``, an HTTP client's ``tags``)."""
+        return tags_of(self.state.metadata)
 
     @property
     def waiting_for(self) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
+from wopdsl.cli._eval_parser import add_eval
 from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
@@ -38,6 +39,7 @@ _drive = _Commands("wopdsl.cli._drive")
 _inspect = _Commands("wopdsl.cli._inspect")
 _approve = _Commands("wopdsl.cli._approve")
 _deliberation = _Commands("wopdsl.cli._deliberation")
+_eval = _Commands("wopdsl.cli._eval")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -265,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="most agent participants per room of a started run")
 
     add_serve(sub, common, _at_least)
+    add_eval(sub, common, _at_least, _eval.cmd_eval)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
     otel_flag(cmd)
