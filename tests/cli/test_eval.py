@@ -211,3 +211,24 @@ def test_ctrl_c_stops_cleanly_with_a_partial_report(wop: Wop, tmp_path: Path) ->
     again = wop("eval", "e.toml", "--quiet")
     assert again.returncode == 0, again.stderr
     assert os.path.exists(tmp_path / DB)
+
+
+def test_wop_runs_filters_an_evals_runs_by_tag(wop: Wop, tmp_path: Path) -> None:
+    _folder(tmp_path)
+    write(tmp_path, "e.toml", EVAL)
+    assert wop("eval", "e.toml", "--quiet").returncode == 0
+    assert wop("run", "solo.toml", "--run-id", "plain").returncode == 0
+    everything = json.loads(wop("runs", "--json").stdout)
+    assert len(everything) == 9 and "tags" not in everything[-1]
+    solo = json.loads(wop("runs", "--eval", "e", "--arm", "solo", "--json").stdout)
+    assert len(solo) == 4 and all(r["tags"][:2] == ["eval=e", "arm=solo"] for r in solo)
+    one = json.loads(wop("runs", "--tag", "case=c2", "--tag", "repeat=2", "--arm", "board",
+                         "--json").stdout)
+    assert [r["tags"] for r in one] == [["eval=e", "arm=board", "case=c2", "repeat=2"]]
+    table = wop("runs", "--eval", "e", "--case", "c1").stdout.splitlines()
+    assert table[0].split() == ["RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST",
+                                "STARTED", "TAGS"]
+    assert len(table) == 5 and all(line.endswith(" case=c1 repeat=1") or
+                                   line.endswith(" case=c1 repeat=2") for line in table[1:])
+    none = wop("runs", "--eval", "other")
+    assert none.stdout == "no runs tagged eval=other in .wop/runs.db\n"

@@ -218,6 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--out", required=True, metavar="DIR")
 
     cmd = add("runs", _commands.cmd_runs, "list the runs in the store")
+    cmd.add_argument("--tag", action="append", metavar="TAG",
+                     help="only runs with this tag (repeat for several: all must match)")
+    for key, what in (("eval", "an eval's runs (wop eval): --tag eval=ID"),
+                      ("arm", "an eval arm's runs: --tag arm=ARM"),
+                      ("case", "an eval case's runs: --tag case=CASE"),
+                      ("repeat", "an eval repeat's runs: --tag repeat=N")):
+        cmd.add_argument(f"--{key}", metavar=key.upper(), help=f"only {what}")
     _json_flag(cmd, "print the runs as a JSON list")
 
     cmd = add("export", _commands.cmd_export, "write a decorator council as a TOML file")
