@@ -15,12 +15,11 @@ import re
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
-    StrictFloat,
     StrictInt,
     StrictStr,
 )
@@ -38,13 +37,18 @@ GUIDE: Final = "docs/guides/eval.md"
 Ident = Annotated[StrictStr, Field(pattern=IDENT_PATTERN, min_length=1, max_length=64)]
 
 
-def _finite(value: float) -> float:
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        shown = f'"{value}"' if isinstance(value, str) else type(value).__name__
+        raise ValueError(f"must be a number, got {shown} | hint: write a number without "
+                         "quotes, e.g. 0.8")
     if not math.isfinite(value):
         raise ValueError(f"must be a finite number, got {value!r}")
-    return value
+    return float(value)
 
 
-Number = Annotated[StrictInt | StrictFloat, AfterValidator(_finite)]
+Number = Annotated[float, BeforeValidator(_number)]
+"""An integer or a float (never a string or a boolean), finite."""
 
 CheckKind = Literal["equals", "contains", "regex", "json", "python", "judge"]
 """What a check compares: text, a pattern, a JSON value, a Python function, a model's score."""
@@ -162,7 +166,6 @@ class CheckSpec(BaseModel):
         return self.scale is not None
 
 
-GateValue = Number | dict[Ident, Number]
 
 
 class EvalSpec(BaseModel):
@@ -180,8 +183,8 @@ class EvalSpec(BaseModel):
     """The councils compared."""
     checks: list[CheckSpec] = Field(min_length=1)
     """What is measured on every run."""
-    gate: dict[Ident, GateValue] = Field(default_factory=dict)
-    """``check = threshold`` for every arm, or ``check = {arm = threshold}``."""
+    gate: dict[Ident, Any] = Field(default_factory=dict)
+    """``check = threshold`` for every arm, or ``check = {arm = threshold}`` (numbers)."""
 
 
 _WHAT: Final[dict[str, tuple[str, ...]]] = {
@@ -286,6 +289,12 @@ def _gate_problems(spec: EvalSpec) -> list[Problem]:
         thresholds = value if isinstance(value, dict) else {"": value}
         for arm, threshold in thresholds.items():
             path = f"gate.{key}.{arm}" if arm else f"gate.{key}"
+            if isinstance(threshold, bool) or not isinstance(threshold, int | float) or \
+                    not math.isfinite(threshold):
+                problems.append(Problem(
+                    f"a threshold must be a number, got {threshold!r}", path,
+                    f"e.g. {key} = 0.8 (every arm) or {key} = {{ {arms[0]} = 0.8 }}"))
+                continue
             if arm and arm not in arms:
                 problems.append(Problem(f"a gate for arm '{arm}', which is not an arm", path,
                                         f"name one of the arms: {', '.join(arms)}"))
