@@ -49,7 +49,15 @@ async def _run(evaluation: Any, store: Any, mode: Any, args: argparse.Namespace,
     from wopdsl.evals.runner import EvalRunner
 
     progress = None if args.quiet else Progress(evaluation, _raw(ctx.err))
-    runner = EvalRunner(evaluation, store, mode=mode, limit=args.limit, on_record=progress)
+    from wopdsl.projections.trace import export_configured, otel_installed
+
+    exporter = None
+    if export_configured() and otel_installed():  # --otel, or OTEL_EXPORTER_OTLP_ENDPOINT
+        from wopdsl.evals.otel import EvaluationExport
+
+        exporter = EvaluationExport(evaluation.id)
+    runner = EvalRunner(evaluation, store, mode=mode, limit=args.limit, on_record=progress,
+                        on_judged=exporter)
     loop = asyncio.get_running_loop()
     stops = [s for s in (signal.SIGINT, signal.SIGTERM) if _handle(loop, s, runner.stop)]
     try:
@@ -59,6 +67,8 @@ async def _run(evaluation: Any, store: Any, mode: Any, args: argparse.Namespace,
             loop.remove_signal_handler(stop)
         if progress is not None:
             progress.clear()
+        if exporter is not None:
+            exporter.flush()
 
 
 def _handle(loop: asyncio.AbstractEventLoop, sig: signal.Signals,

@@ -24,3 +24,7 @@ def add_eval(sub: Any, common: argparse.ArgumentParser,
     cmd.add_argument("--limit", type=at_least(1), metavar="N",
                      help="run only the first N cases")
     cmd.add_argument("--quiet", action="store_true", help="no progress while it runs")
+    cmd.add_argument("--otel", action="store_true",
+                     help="export the runs' spans, and each check result as a "
+                          "gen_ai.evaluation.result event, to $OTEL_EXPORTER_OTLP_ENDPOINT "
+                          "(default http://localhost:4318; needs the otel extra)")

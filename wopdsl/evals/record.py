@@ -58,6 +58,19 @@ class RunRecord:
     how: str = "ran"
     """``ran`` here, ``resumed`` (interrupted before, finished now) or ``reused`` (finished
     in an earlier ``wop eval``)."""
+    judge_usage: dict[str, Any] | None = None
+    """What its judges' model calls used (``totalTokens``, ``costUsd``), apart from the
+    run's own."""
+
+    def add_judge_usage(self, usage: dict[str, Any] | None) -> None:
+        """Count a judge run's usage."""
+        if not usage:
+            return
+        total = self.judge_usage or {"totalTokens": 0}
+        total["totalTokens"] += int(usage.get("totalTokens", 0))
+        if usage.get("costUsd") is not None:
+            total["costUsd"] = round(total.get("costUsd", 0.0) + usage["costUsd"], 6)
+        self.judge_usage = total
 
     @classmethod
     def of(cls, arm: str, case: str, repeat: int, observation: Observation,
@@ -86,6 +99,8 @@ class RunRecord:
             "checks": {k: v.to_json() for k, v in self.checks.items()}}
         if self.cost is not None:
             doc["costUsd"] = self.cost
+        if self.judge_usage is not None:
+            doc["judges"] = dict(self.judge_usage)
         if self.error:
             doc["error"] = {"code": self.error.get("code"), "message": self.error.get("message")}
         return doc
@@ -100,4 +115,4 @@ class RunRecord:
                    str(doc["status"]), float(doc.get("wallS", 0)), int(doc.get("turns", 0)),
                    usage, doc.get("error"), dict(doc.get("deliberation") or {}),
                    {k: CheckResult.from_json(v) for k, v in (doc.get("checks") or {}).items()},
-                   str(doc.get("how", "ran")))
+                   str(doc.get("how", "ran")), doc.get("judges"))

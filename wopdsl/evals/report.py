@@ -62,6 +62,16 @@ def _mean(values: list[float]) -> float | None:
     return _r(math.fsum(values) / len(values), 4) if values else None
 
 
+def _judges(records: list[RunRecord]) -> dict[str, Any] | None:
+    """What the arm's judges used (evaluation cost, apart from the arm's own)."""
+    used = [r.judge_usage for r in records if r.judge_usage]
+    if not used:
+        return None
+    costs = [u["costUsd"] for u in used if u.get("costUsd") is not None]
+    return {"tokens": sum(int(u["totalTokens"]) for u in used),
+            "costUsd": _r(math.fsum(costs)) if costs else None}
+
+
 def arm_figures(records: list[RunRecord]) -> dict[str, Any]:
     """Runs, failures, tokens, cost, wall time, turns and deliberation of one arm."""
     n = len(records)
@@ -82,6 +92,7 @@ def arm_figures(records: list[RunRecord]) -> dict[str, Any]:
         "wallS": {"total": _r(math.fsum(r.wall_s for r in records), 3),
                   "perRun": _mean([r.wall_s for r in records])},
         "turns": {"perRun": _mean([float(r.turns) for r in records])},
+        "judges": _judges(records),
         "deliberation": {
             "decisions": int(sums["decisions"]),
             "votesPerRun": _r(sums["votes"] / n, 4) if n else None,

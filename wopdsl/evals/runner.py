@@ -228,7 +228,9 @@ class EvalRunner:
         where = (eval_id, record.arm, record.case, record.repeat)
         await self._drive(council, rid, cassette, run_tags(*where, judge=check.id),
                           run_metadata(*where, shown, judges=record.run_id), tap=tap)
-        return judgement(check, observe(rid, self.store.read(rid)), observation, rid)
+        judged = observe(rid, self.store.read(rid))
+        record.add_judge_usage(judged.usage)
+        return judgement(check, judged, observation, rid)
 
 
 def _with_task(council: Council, task: str) -> tuple[Council, str]:
