@@ -138,6 +138,9 @@ def test_a_judge_scores_each_run_in_a_run_of_its_own(folder: Path,
 def test_an_answer_off_the_scale_is_re_asked_or_counted_as_an_error(
         folder: Path, server: ScriptedModelServer) -> None:
     server.default, calls = _judging(off_scale=frozenset({0}), stubborn=frozenset({1}))
+    # One run at a time, so the strong arm's judgement of q0 is the first (the one repaired).
+    (folder / "e.toml").write_text((folder / "e.toml").read_text().replace("jobs = 4",
+                                                                           "jobs = 1"))
     done = _wop(folder, server, "eval", "e.toml", "--json", "r.json", "--quiet", "--limit", "2")
     assert done.returncode == 0, done.stderr
     report = json.loads((folder / "r.json").read_text())

@@ -116,11 +116,13 @@ def server() -> Iterator[ScriptedModelServer]:
         yield model_server
 
 
-def _wop(cwd: Path, server: ScriptedModelServer, *args: str,
+def _wop(cwd: Path, server: ScriptedModelServer | str, *args: str,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``wop ARGS`` in ``cwd``, talking to ``server``, with none of this machine's OTEL_*."""
+    """``wop ARGS`` in ``cwd``, talking to ``server`` (or a URL where one was), with none of
+    this machine's OTEL_* settings."""
+    url = server if isinstance(server, str) else server.url
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "WOP_"))},
-           "OPENAI_BASE_URL": server.url, "WOPDSL_TEST_MODEL_KEY": SECRET, **(env or {})}
+           "OPENAI_BASE_URL": url, "WOPDSL_TEST_MODEL_KEY": SECRET, **(env or {})}
     return subprocess.run([sys.executable, "-m", "wopdsl", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, encoding="utf-8", timeout=300,
                           check=False)

@@ -33,11 +33,14 @@ def _raw(stream: TextIO) -> TextIO:
 def cmd_eval(ctx: Context, args: argparse.Namespace) -> int:
     """``wop eval FILE``: run it, print the report, write --json/--html, apply the gates."""
     from wopdsl.evals import load_eval
+    from wopdsl.evals.cassettes import cassette_missing
     from wopdsl.evals.compare import read_report
 
     evaluation = load_eval(args.file)
     old = read_report(args.compare) if args.compare else None
-    mode = "live"
+    mode = "offline" if args.offline else "record" if args.record else "live"
+    if mode != "live" and (missing := cassette_missing()) is not None:
+        raise CommandError("CASSETTE_MISMATCH", missing, hint="install it, or run live")
     store = ctx.store()
     outcome = asyncio.run(_run(evaluation, store, mode, args, ctx))
     return _finish(outcome, old, args, ctx)

@@ -17,6 +17,12 @@ def add_eval(sub: Any, common: argparse.ArgumentParser,
     cmd = sub.add_parser("eval", parents=[common], help=help_, description=help_)
     cmd.set_defaults(func=command)
     cmd.add_argument("file", metavar="EVAL.toml", help="the eval file (docs/guides/eval.md)")
+    mode = cmd.add_mutually_exclusive_group()
+    mode.add_argument("--offline", action="store_true",
+                      help="answer every model call (judges' too) from the recorded answers: "
+                           "no model, no network")
+    mode.add_argument("--record", action="store_true",
+                      help="call the models and record their answers for --offline")
     cmd.add_argument("--json", dest="json_out", metavar="FILE",
                      help="write the full report (every figure, every run id) as JSON")
     cmd.add_argument("--compare", metavar="OLD.json",

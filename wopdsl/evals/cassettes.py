@@ -55,16 +55,24 @@ class RunCassette:
                 tap = tap or self.cassette.tap(run)
                 client.tap = tap
 
-    def finish(self, *, completed: bool) -> list[str]:
-        """Save (recording) or check what was used (replay); close. Return the problems."""
+    def finish(self, *, completed: bool, reused: bool = False) -> list[str]:
+        """Save (recording) or check what was used (replay); close. Return the problems.
+
+        ``reused``: the run had finished in the store before (nothing was called): recording
+        it is impossible — say so —, and replaying it used nothing, rightly.
+        """
         cassette = self.cassette
         try:
             problems = cassette.problems[cassette.reported:]
             if cassette.record:
+                if reused:
+                    return [f"{self.path.parent.name}/{self.path.name}: the run had finished "
+                            "in the store before, so nothing was called and nothing recorded; "
+                            "record on a fresh store (--store FILE, or delete its runs)"]
                 if not problems and cassette.recorded:
                     cassette.save()
                 return problems
-            unused = cassette.unused() if completed and not problems else []
+            unused = cassette.unused() if completed and not problems and not reused else []
             if unused:
                 listed = "; ".join(e.where() for e in unused[:5])
                 problems.append(f"{cassette.shown} holds {len(unused)} exchange(s) the run "

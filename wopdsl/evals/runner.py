@@ -158,7 +158,7 @@ class EvalRunner:
         rid = run_id(evaluation.id, arm.id, case, repeat, digest)
         cassette = None if self.mode == "live" else RunCassette(
             evaluation.cassettes, arm.id, case, repeat, self.mode, how=self._how)
-        completed = False
+        completed, how = False, "ran"
         try:
             run, how = await self._drive(
                 council, rid, cassette, run_tags(evaluation.id, arm.id, case, repeat),
@@ -169,7 +169,8 @@ class EvalRunner:
             completed = observation.status == "completed"
         finally:
             if cassette is not None:
-                outcome.problems.extend(cassette.finish(completed=completed))
+                outcome.problems.extend(cassette.finish(completed=completed,
+                                                        reused=how == "reused"))
         if self.on_judged is not None:
             self.on_judged(record, self.store)
         return record
