@@ -98,6 +98,10 @@ def _finish(outcome: Any, old: dict[str, Any] | None, args: argparse.Namespace,
     ctx.out.flush()
     if args.json_out:
         _write(Path(args.json_out), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    if args.html_out:
+        from wopdsl.evals.html import render_html
+
+        _write(Path(args.html_out), render_html(doc))
     if not outcome.complete:
         print(f"\ninterrupted: {doc['finished']} of {doc['planned']} runs finished (the report "
               "above is partial); run the same command again to go on — finished runs are "

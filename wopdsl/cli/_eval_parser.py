@@ -25,6 +25,8 @@ def add_eval(sub: Any, common: argparse.ArgumentParser,
                       help="call the models and record their answers for --offline")
     cmd.add_argument("--json", dest="json_out", metavar="FILE",
                      help="write the full report (every figure, every run id) as JSON")
+    cmd.add_argument("--html", dest="html_out", metavar="FILE",
+                     help="write the report as one self-contained HTML page with plots")
     cmd.add_argument("--compare", metavar="OLD.json",
                      help="show what changed since an earlier --json report")
     cmd.add_argument("--limit", type=at_least(1), metavar="N",
