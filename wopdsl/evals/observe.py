@@ -82,10 +82,12 @@ class Observation:
         return result.get("summary") if isinstance(result, dict) else None
 
 
-def observe(run_id: str, events: list[RunEventDoc]) -> Observation:
-    """Observe a run from its events."""
-    state = CouncilState.fold(events)
-    metrics = metrics_of(events)
+def observe(run_id: str, events: list[RunEventDoc],
+            state: CouncilState | None = None) -> Observation:
+    """Observe a run from its events (``state``: their fold, when known already)."""
+    if state is None or state.last_sequence != (events[-1]["sequence"] if events else -1):
+        state = CouncilState.fold(events)
+    metrics = metrics_of(events, state)
     last = None
     for event in reversed(events):
         if event["type"] == "node.completed" and event.get("nodeId") in state.members:

@@ -14,6 +14,7 @@ cleanly: runs in flight are detached, resumable, and the outcome says it is part
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections import deque
 from collections.abc import Callable
@@ -87,9 +88,12 @@ class EvalRunner:
         self.store = store
         self.mode = mode
         self.cases = evaluation.cases[:limit] if limit else list(evaluation.cases)
+        self._cases = {case.id: case for case in self.cases}
         self.on_record = on_record
         self.on_judged = on_judged
         self._councils: dict[tuple[str, str], tuple[Council, str]] = {}
+        self._digests: dict[str, str] = {}
+        """Per arm, its council's digest (the runs' ids hash it with the case's task)."""
         self._stop: asyncio.Event | None = None
         self._how = f"`wop eval {evaluation.shown} --record`"
 
@@ -146,7 +150,10 @@ class EvalRunner:
         key = (arm.id, case)
         found = self._councils.get(key)
         if found is None or self.mode != "live":
-            found = _with_task(arm.council, arm.tasks[case])
+            digest = self._digests.get(arm.id)
+            if digest is None:
+                digest = self._digests[arm.id] = arm.council.spec.digest()
+            found = _with_task(arm.council, arm.tasks[case], digest)
             if self.mode == "live":
                 self._councils[key] = found
         return found
@@ -163,7 +170,7 @@ class EvalRunner:
             run, how = await self._drive(
                 council, rid, cassette, run_tags(evaluation.id, arm.id, case, repeat),
                 run_metadata(evaluation.id, arm.id, case, repeat, evaluation.shown))
-            observation = observe(rid, self.store.read(rid))
+            observation = observe(rid, self.store.read(rid), run.state)
             record = RunRecord.of(arm.id, case, repeat, observation, how)
             await self._check(record, observation, run, cassette)
             completed = observation.status == "completed"
@@ -204,7 +211,7 @@ class EvalRunner:
 
     async def _check(self, record: RunRecord, observation: Observation, run: Run,
                      cassette: RunCassette | None) -> None:
-        case = next(c for c in self.cases if c.id == record.case).data
+        case = self._cases[record.case].data
         for index, check in enumerate(self.evaluation.checks):
             if check.spec.kind == "judge":
                 record.checks[check.id] = await self._judge(check, record, observation, case,
@@ -234,11 +241,12 @@ class EvalRunner:
         return judgement(check, judged, observation, rid)
 
 
-def _with_task(council: Council, task: str) -> tuple[Council, str]:
+def _with_task(council: Council, task: str, digest: str) -> tuple[Council, str]:
+    """The council with ``task``, and a digest of both (the council's digest and the task)."""
     spec = council.spec
     if task != spec.council.task:
         spec = spec.model_copy(update={"council": spec.council.model_copy(update={"task": task})})
-    derived = Council.from_spec(spec, source=council.source)
-    derived.base_dir = council.base_dir
+    derived = Council.from_spec(spec)
+    derived.source, derived.base_dir = council.source, council.base_dir
     derived.handlers.update(council.handlers)
-    return derived, spec.digest()
+    return derived, hashlib.sha256(f"{digest}\0{task}".encode()).hexdigest()
