@@ -12,42 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.conftest import DB, Wop, _env
-from tests.evals.conftest import BOARD, SOLO, write
+from tests.evals.conftest import BOARD, SOLO_HALF, board_vs_solo, write
 from wopdsl import open_store
 from wopdsl.protocol.check import check_events
 
-EVAL = """\
-[eval]
-id = "e"
-repeats = 2
-jobs = 2
-
-[[cases]]
-id = "c1"
-task = "2+2"
-expected = "4"
-
-[[cases]]
-id = "c2"
-task = "1+3"
-expected = "4"
-
-[[arms]]
-id = "board"
-council = "board.toml"
-
-[[arms]]
-id = "solo"
-council = "solo.toml"
-
-[[checks]]
-id = "correct"
-kind = "contains"
-value = "{{ case.expected }}"
-
-[gate]
-correct = 0.5
-"""
+EVAL = board_vs_solo("e", settings="repeats = 2\njobs = 2\n", tail="\n[gate]\ncorrect = 0.5\n")
 
 SLOW = """\
 import asyncio
@@ -77,9 +46,7 @@ handler = "slow:solve"
 
 
 def _folder(tmp_path: Path) -> None:
-    # The solo arm gets 2+2 right and 1+3 wrong; the board gets both right.
-    write(tmp_path, "solo.toml", SOLO.replace("{{ task }} = 4",
-                                              "{% if task == '2+2' %}4{% else %}5{% endif %}"))
+    write(tmp_path, "solo.toml", SOLO_HALF)
     write(tmp_path, "board.toml", BOARD)
     write(tmp_path, "slow.py", SLOW)
     write(tmp_path, "slow.toml", SLOW_COUNCIL)

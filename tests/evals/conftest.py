@@ -79,6 +79,45 @@ script = [{ summary = "{{ task }} = 4 (x)" }]
 """
 
 
+SOLO_HALF = SOLO.replace("{{ task }} = 4", "{% if task == '2+2' %}4{% else %}5{% endif %}")
+"""The solo council, right on 2+2 and wrong on 1+3 (the board gets both right)."""
+
+
+def board_vs_solo(eval_id: str, *, settings: str = "", tail: str = "") -> str:
+    """An eval file: cases c1 (2+2) and c2 (1+3), both expecting 4; arms ``board`` and
+    ``solo`` (board.toml, solo.toml); the check ``correct`` (the answer contains 4).
+
+    ``settings``: more ``[eval]`` lines; ``tail``: more tables at the end.
+    """
+    return f"""\
+[eval]
+id = "{eval_id}"
+{settings}
+[[cases]]
+id = "c1"
+task = "2+2"
+expected = "4"
+
+[[cases]]
+id = "c2"
+task = "1+3"
+expected = "4"
+
+[[arms]]
+id = "board"
+council = "board.toml"
+
+[[arms]]
+id = "solo"
+council = "solo.toml"
+
+[[checks]]
+id = "correct"
+kind = "contains"
+value = "{{{{ case.expected }}}}"
+{tail}"""
+
+
 def write(folder: Path, name: str, text: str) -> Path:
     """Write ``text`` (dedented) to ``folder/name``; return the path."""
     path = folder / name

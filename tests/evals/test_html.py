@@ -15,38 +15,11 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import _env
-from tests.evals.conftest import BOARD, SOLO, write
+from tests.evals.conftest import BOARD, SOLO_HALF, board_vs_solo, write
 from tests.server.web_browser import new_driver, require_browser
 
-EVAL = """\
-[eval]
-id = "page"
-description = "Board <b>vs</b> solo & friends"
-repeats = 2
-
-[[cases]]
-id = "c1"
-task = "2+2"
-expected = "4"
-
-[[cases]]
-id = "c2"
-task = "1+3"
-expected = "4"
-
-[[arms]]
-id = "board"
-council = "board.toml"
-
-[[arms]]
-id = "solo"
-council = "solo.toml"
-
-[[checks]]
-id = "correct"
-kind = "contains"
-value = "{{ case.expected }}"
-
+EVAL = board_vs_solo("page", settings='description = "Board <b>vs</b> solo & friends"\n'
+                                     "repeats = 2\n", tail="""
 [[checks]]
 id = "length"
 kind = "python"
@@ -55,7 +28,7 @@ scale = [0, 20]
 
 [gate]
 correct = { board = 0.9, solo = 0.4 }
-"""
+""")
 
 SCORE = """\
 def length(target, case, run):
@@ -66,8 +39,7 @@ def length(target, case, run):
 @pytest.fixture
 def page(tmp_path: Path) -> Path:
     write(tmp_path, "board.toml", BOARD)
-    write(tmp_path, "solo.toml", SOLO.replace(
-        "{{ task }} = 4", "{% if task == '2+2' %}4{% else %}5{% endif %}"))
+    write(tmp_path, "solo.toml", SOLO_HALF)
     write(tmp_path, "score.py", SCORE)
     write(tmp_path, "e.toml", EVAL)
     done = subprocess.run([sys.executable, "-m", "wopdsl", "eval", "e.toml", "--quiet",

@@ -8,41 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.evals.conftest import write
+from tests.evals.conftest import board_vs_solo, write
 from wopdsl import attach, open_store
 from wopdsl.evals import load_eval
 from wopdsl.evals.progress import Progress
 from wopdsl.evals.runner import EvalRunner
 
-EVAL = """\
-[eval]
-id = "e1"
-repeats = 2
-jobs = 1
-
-[[cases]]
-id = "c1"
-task = "2+2"
-expected = "4"
-
-[[cases]]
-id = "c2"
-task = "5-1"
-expected = "4"
-
-[[arms]]
-id = "board"
-council = "board.toml"
-
-[[arms]]
-id = "solo"
-council = "solo.toml"
-
-[[checks]]
-id = "correct"
-kind = "contains"
-value = "{{ case.expected }}"
-"""
+EVAL = board_vs_solo("e1", settings="repeats = 2\njobs = 1\n")
 
 BARRIER = """\
 import asyncio
@@ -117,7 +89,7 @@ def test_every_run_is_a_stored_run_tagged_and_named_deterministically(councils: 
         request = run.state.metadata["request"]
         assert request["eval"] == {"id": "e1", "arm": "board", "case": "c2", "repeat": 2,
                                    "file": str(path)}
-        assert run.state.task == "5-1"  # the case's task
+        assert run.state.task == "1+3"  # the case's task
         assert board.checks["correct"].passed is True
         assert board.deliberation["decisions"] == 1 and board.deliberation["dissent"] == 1
     finally:
