@@ -209,3 +209,33 @@ def test_compare_shows_what_regressed(folder: Path, server: ScriptedModelServer)
     flipped = {(f["case"], f["check"]) for f in doc["flipped"]}
     assert flipped == {("q3", "correct"), ("q4", "correct"), ("q5", "correct"),
                        ("q3", "close"), ("q4", "close"), ("q5", "close")}
+
+
+def test_a_profile_bounds_the_calls_of_all_runs_together(folder: Path,
+                                                          server: ScriptedModelServer) -> None:
+    import threading
+    import time
+
+    solve = _answers()
+    lock = threading.Lock()
+    load = {"now": 0, "peak": 0}
+
+    def slow(request: CapturedRequest) -> Answer:
+        with lock:
+            load["now"] += 1
+            load["peak"] = max(load["peak"], load["now"])
+        time.sleep(0.2)  # a model thinking: calls of several runs would overlap here
+        with lock:
+            load["now"] -= 1
+        return solve(request)
+
+    server.default = slow
+    (folder / "solver.toml").write_text(SOLVER.replace("retry_backoff_ms = 1",
+                                                       "retry_backoff_ms = 1\nmax_concurrency = 1"))
+    one_arm = EVAL.replace('[[arms]]\nid = "weak"\ncouncil = "solver.toml"\n'
+                           'models = { default = "weak" }\n', "").replace(", weak = 0.5", "")
+    (folder / "e.toml").write_text(one_arm)
+    done = _wop(folder, server, "eval", "e.toml", "--limit", "4", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert len(server.requests) == 4
+    assert load["peak"] == 1  # jobs = 4 runs of 4 cases, yet one call at a time

@@ -78,3 +78,20 @@ def test_recording_needs_runs_made_now(folder: Path) -> None:  # noqa: F811
     assert "strong/q0.1.yaml: the run had finished in the store before, so nothing was " \
            "called and nothing recorded; record on a fresh store" in again.stderr
     assert not (folder / "__cassettes__").exists()
+
+
+def test_a_damaged_cassette_stops_the_eval_clearly(folder: Path) -> None:  # noqa: F811
+    with ScriptedModelServer() as server:
+        server.default, _calls = _judging()
+        recorded = _wop(folder, server, "eval", "e.toml", "--record", "--limit", "2",
+                        "--quiet")
+        assert recorded.returncode == 0, recorded.stderr
+        gone = server.url
+    (folder / "__cassettes__/models/weak/q1.1.yaml").write_text("format: [not, a, cassette\n")
+    damaged = _wop(folder, gone, "--store", "d.db", "eval", "e.toml", "--offline", "--limit",
+                   "2", "--quiet")
+    assert damaged.returncode == 1
+    assert damaged.stderr.startswith("error[CASSETTE_MISMATCH]: ")
+    assert "weak/q1.1.yaml: not a readable cassette" in damaged.stderr
+    assert "re-record it with `wop eval e.toml --record`" in damaged.stderr
+    assert "Traceback" not in damaged.stderr

@@ -13,12 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from wopdsl import Council
+from wopdsl import Council, WopError
 
 if TYPE_CHECKING:
     from wopdsl.testing.cassette import Cassette
 
-__all__ = ["Mode", "RunCassette", "cassette_missing"]
+__all__ = ["CassetteUnreadable", "Mode", "RunCassette", "cassette_missing"]
+
+
+class CassetteUnreadable(WopError):
+    """A cassette file that cannot be read (damaged, or of another format): the eval stops."""
+
+    code = "CASSETTE_MISMATCH"
 
 Mode = Literal["live", "record", "offline"]
 """``live``: call the models; ``record``: call them and write what they said; ``offline``:
@@ -39,10 +45,15 @@ class RunCassette:
 
     def __init__(self, folder: Path, arm: str, case: str, repeat: int, mode: Mode, *,
                  how: str) -> None:
-        from wopdsl.testing.cassette import Cassette
+        from wopdsl.testing.cassette import Cassette, CassetteMismatch
 
         self.path = folder / arm / f"{case}.{repeat}.yaml"
-        self.cassette: Cassette = Cassette(self.path, record=mode == "record", how=how)
+        try:
+            self.cassette: Cassette = Cassette(self.path, record=mode == "record", how=how)
+        except CassetteMismatch as exc:
+            raise CassetteUnreadable(str(exc).replace("`pytest --wop-record`", how),
+                                     hint="record it again, or restore it from version "
+                                          "control") from None
 
     def tap(self, council: Council, run: int) -> None:
         """Send the model calls of ``council``'s next run (the ``run``-th here) through it."""

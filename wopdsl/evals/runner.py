@@ -92,6 +92,8 @@ class EvalRunner:
         self.on_record = on_record
         self.on_judged = on_judged
         self._councils: dict[tuple[str, str], tuple[Council, str]] = {}
+        self._clients: dict[tuple[str, str], Any] = {}
+        """Model profile clients shared by every run (see :meth:`_share_clients`)."""
         self._digests: dict[str, str] = {}
         """Per arm, its council's digest (the runs' ids hash it with the case's task)."""
         self._stop: asyncio.Event | None = None
@@ -116,21 +118,27 @@ class EvalRunner:
         queue = deque(plan)
         began = time.perf_counter()
         jobs = max(1, min(self.evaluation.spec.eval.jobs, len(plan)))
-        workers: asyncio.Future[list[None]] = asyncio.gather(
-            *(self._worker(queue, outcome) for _ in range(jobs)))
-        stopping: asyncio.Future[bool] = asyncio.ensure_future(stop.wait())
+        workers = [asyncio.ensure_future(self._worker(queue, outcome)) for _ in range(jobs)]
+        stopping = asyncio.ensure_future(stop.wait())
+        failure: BaseException | None = None
         try:
-            await asyncio.wait([workers, stopping],  # type: ignore[type-var]
-                               return_when=asyncio.FIRST_COMPLETED)
+            running: set[asyncio.Future[Any]] = set(workers)
+            while running and failure is None:
+                done, _ = await asyncio.wait({*running, stopping},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if stopping in done:
+                    outcome.interrupted = True
+                    break
+                running -= done
+                failure = next((t.exception() for t in done if t.exception()), None)
         finally:
-            if not workers.done():
-                outcome.interrupted = True
-                workers.cancel()
-            stopping.cancel()
-            await asyncio.gather(workers, stopping, return_exceptions=True)
+            # Stopped, failed or cancelled: the jobs still running detach their runs.
+            for task in (*workers, stopping):
+                task.cancel()
+            await asyncio.gather(*workers, stopping, return_exceptions=True)
             outcome.wall_s = time.perf_counter() - began
-        if workers.exception() is not None and not outcome.interrupted:
-            raise workers.exception()  # type: ignore[misc]
+        if failure is not None:
+            raise failure
         return outcome
 
     # -- one job ---------------------------------------------------------------------------
@@ -155,8 +163,24 @@ class EvalRunner:
                 digest = self._digests[arm.id] = arm.council.spec.digest()
             found = _with_task(arm.council, arm.tasks[case], digest)
             if self.mode == "live":
+                self._share_clients(found[0])
                 self._councils[key] = found
         return found
+
+    def _share_clients(self, council: Council) -> None:
+        """Give ``council``'s llm members the eval's one client per model profile.
+
+        So a profile's ``max_concurrency`` bounds every run's calls together (each council
+        would have its own otherwise). Recording needs a client per run (each run's calls go
+        to its own cassette).
+        """
+        from wopdsl.agents.llm import LlmAgent  # only llm members have clients
+
+        for member in council.compile().members.values():
+            agent = member.agent
+            if isinstance(agent, LlmAgent):
+                key = (agent.client.name, agent.client.profile.model_dump_json())
+                agent.client = self._clients.setdefault(key, agent.client)
 
     async def _one(self, planned: Planned, outcome: EvalOutcome) -> RunRecord:
         arm, case, repeat = planned.arm, planned.case, planned.repeat
@@ -231,6 +255,8 @@ class EvalRunner:
             return CheckResult(error=f"the judge's prompt does not render: {exc}")
         profile = self.evaluation.spec.models[str(check.spec.model)]
         council = judge_council(check, profile, task)
+        if self.mode == "live":
+            self._share_clients(council)
         rid = judge_run_id(record.run_id, check.id, council.spec.digest())
         eval_id, shown = self.evaluation.id, self.evaluation.shown
         where = (eval_id, record.arm, record.case, record.repeat)
