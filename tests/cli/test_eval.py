@@ -199,3 +199,22 @@ def test_wop_runs_filters_an_evals_runs_by_tag(wop: Wop, tmp_path: Path) -> None
                                    line.endswith(" case=c1 repeat=2") for line in table[1:])
     none = wop("runs", "--eval", "other")
     assert none.stdout == "no runs tagged eval=other in .wop/runs.db\n"
+
+
+def test_an_evals_runs_open_in_every_command(wop: Wop, tmp_path: Path) -> None:
+    _folder(tmp_path)
+    write(tmp_path, "e.toml", EVAL)
+    assert wop("eval", "e.toml", "--quiet", "--json", "r.json").returncode == 0
+    runs = {(r["arm"], r["case"], r["repeat"]): r["runId"]
+            for r in json.loads((tmp_path / "r.json").read_text())["runs"]}
+    board, solo = runs[("board", "c2", 1)], runs[("solo", "c2", 1)]
+    metrics = json.loads(wop("metrics", board, "--json").stdout)
+    assert metrics["decisions"]["pick"]["dissent"] == 1
+    replay = wop("replay", solo, "--json")
+    assert replay.returncode == 0 and json.loads(replay.stdout)["status"] == "completed"
+    assert "1+3 = 4 (x)" in wop("transcript", board).stdout
+    diff = wop("diff", board, solo)
+    assert diff.returncode == 1 and "solver" in diff.stdout  # two councils: they differ
+    tree = wop("trace", board, "--tree")
+    assert tree.returncode == 0 and tree.stdout.startswith("invoke_workflow board")
+    assert wop("check", solo).returncode == 0
