@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -180,6 +181,40 @@ def test_ctrl_c_stops_cleanly_with_a_partial_report(wop: Wop, tmp_path: Path) ->
     assert os.path.exists(tmp_path / DB)
 
 
+def test_on_a_terminal_a_progress_bar_with_eta_and_a_live_table(tmp_path: Path) -> None:
+    import pty
+
+    _folder(tmp_path)
+    write(tmp_path, "e.toml", EVAL)
+    leader, follower = pty.openpty()  # standard error is a terminal; standard output a pipe
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "wopdsl", "eval", "e.toml"],
+                                   cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                                   stderr=follower, text=True, encoding="utf-8")
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the process closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        out = process.communicate(timeout=60)[0]
+    finally:
+        os.close(leader)
+    assert process.returncode == 0
+    screen = drawn.decode("utf-8")
+    assert re.search(r"\[#{24}\] 8/8 runs  elapsed \d+:\d\d:\d\d  ETA 0:00:00", screen), screen
+    assert re.search(r"\[#{3}\.{21}\] 1/8 runs  elapsed \d+:\d\d:\d\d  ETA \d+:\d\d:\d\d",
+                     screen), screen
+    assert "  board: correct 4/4" in screen and "  solo: correct 2/4" in screen
+    assert screen.count("\x1b[3F\x1b[J") == 8  # redrawn in place 7 times, cleared at the end
+    assert out.startswith("eval e: 2 arm(s) x 2 case(s) x 2 repeat(s)")
+    assert "\x1b" not in out  # the report itself is plain text
+
+
 def test_wop_runs_filters_an_evals_runs_by_tag(wop: Wop, tmp_path: Path) -> None:
     _folder(tmp_path)
     write(tmp_path, "e.toml", EVAL)
@@ -217,4 +252,7 @@ def test_an_evals_runs_open_in_every_command(wop: Wop, tmp_path: Path) -> None:
     assert diff.returncode == 1 and "solver" in diff.stdout  # two councils: they differ
     tree = wop("trace", board, "--tree")
     assert tree.returncode == 0 and tree.stdout.startswith("invoke_workflow board")
-    assert wop("check", solo).returncode == 0
+    for rid in runs.values():  # every run's log is valid OpenWOP, v1 and v2
+        assert wop("check", rid).returncode == 0, rid
+        v2 = wop("check", "--v2", rid)
+        assert v2.returncode == 0, v2.stdout

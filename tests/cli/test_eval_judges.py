@@ -21,7 +21,8 @@ from tests.cli.test_eval_models import EVAL, SECRET, _answers, _wop
 from tests.evals.conftest import write
 from wopdsl import open_store
 from wopdsl.protocol.check import check_events
-from wopdsl.testing.model_server import Answer, CapturedRequest, ScriptedModelServer
+from wopdsl.protocol.check_v2 import check_events_v2
+from wopdsl.testing.model_server import Answer, CapturedRequest, Failure, ScriptedModelServer
 
 JUDGE = """
 [[checks]]
@@ -122,8 +123,9 @@ def test_a_judge_scores_each_run_in_a_run_of_its_own(folder: Path,
     assert started["runOptions"]["tags"] == ["eval=models", "arm=strong", "case=q9", "repeat=1",
                                              "judge=quality"]
     assert any(e["type"] == "provider.usage" for e in judge_log)
-    for rid, events in stored.items():
+    for rid, events in stored.items():  # the judges' runs too: valid OpenWOP, v1 and v2
         assert check_events(events) == [], rid
+        assert check_events_v2(events) == [], rid
     listed = json.loads(_wop(folder, server, "runs", "--tag", "judge=quality", "--json").stdout)
     assert len(listed) == 20
     again = _wop(folder, server, "eval", "e.toml", "--json", "r2.json", "--quiet")
@@ -132,7 +134,7 @@ def test_a_judge_scores_each_run_in_a_run_of_its_own(folder: Path,
     assert json.loads((folder / "r2.json").read_text())["arms"] == report["arms"]
     assert len(server.requests) == calls  # judgements are reused like runs: no new call
     everything = done.stdout + done.stderr + (folder / "r.json").read_text()
-    assert SECRET not in everything
+    assert SECRET not in everything and SECRET not in json.dumps(stored)  # nor in any log
 
 
 def test_an_answer_off_the_scale_is_re_asked_or_counted_as_an_error(
@@ -170,6 +172,41 @@ def test_a_judge_over_its_budget_is_an_error_never_a_score(folder: Path,
     assert "score" not in verdict and "BUDGET_EXHAUSTED" in verdict["error"]
 
 
+@pytest.mark.parametrize("retries", [1, 0])
+def test_a_judge_call_that_fails_is_retried_then_an_error(folder: Path,
+                                                          server: ScriptedModelServer,
+                                                          retries: int) -> None:
+    judging, _calls = _judging()
+    failed: list[str] = []
+
+    def flaky(request: CapturedRequest) -> Answer | Failure:
+        if request.member == "judge" and not failed:  # the first judgement: HTTP 500 once
+            failed.append(json.dumps(request.body["messages"]))
+            return Failure(500, "the judge model is overloaded")
+        return judging(request)
+
+    server.default = flaky
+    # The profile's own retries (per call) are off: what retries is the check's ``retries``
+    # (the judgement's turn runs again).
+    text = (folder / "e.toml").read_text().replace(
+        "repair_attempts = 1", f"repair_attempts = 1\nretries = {retries}").replace(
+        "jobs = 4", "jobs = 1").replace('model = "judge-model"',
+                                        'model = "judge-model"\nretries = 0')
+    (folder / "e.toml").write_text(text)
+    done = _wop(folder, server, "eval", "e.toml", "--json", "r.json", "--quiet", "--limit", "1")
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads((folder / "r.json").read_text())["runs"][0]["checks"]["quality"]
+    retried = [e for e in _stored(folder)[verdict["judgeRunId"]]
+               if e["type"] == "node.retried"]
+    if retries:  # asked again, as a member's failed turn is: then a score
+        assert verdict["score"] == 5.0 and "error" not in verdict
+        assert len(retried) == 1 and "HTTP 500" in retried[0]["payload"]["lastError"]["message"]
+    else:  # no retry left: an error, never a score
+        assert "score" not in verdict and retried == []
+        assert verdict["error"].startswith("the judge's run failed: ")
+        assert "MODEL_ERROR" in verdict["error"] and "HTTP 500" in verdict["error"]
+
+
 def test_each_check_result_is_a_gen_ai_evaluation_result_on_the_runs_trace(
         folder: Path, server: ScriptedModelServer) -> None:
     from tests.projections.otlp_receiver import OtlpReceiver
@@ -180,7 +217,9 @@ def test_each_check_result_is_a_gen_ai_evaluation_result_on_the_runs_trace(
         done = _wop(folder, server, "eval", "e.toml", "--json", "r.json", "--quiet", "--limit",
                     "1", "--otel", env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
         assert done.returncode == 0, done.stderr
-        spans = receiver.wait_for(2 * 2 + 2)
+        # Per run: its workflow, agent and chat spans; its judge's run, the same; and the
+        # evaluation span.
+        spans = receiver.wait_for(2 * (3 + 3 + 1))
     report = json.loads((folder / "r.json").read_text())
     evaluations = [s for s in spans if s.name == "evaluate models"]
     assert len(evaluations) == 2
@@ -201,5 +240,9 @@ def test_each_check_result_is_a_gen_ai_evaluation_result_on_the_runs_trace(
         quality = events["quality"][2]
         assert quality["gen_ai.evaluation.score.value"] == 5.0
         assert quality["gen_ai.evaluation.explanation"] == "sum 0"
-        assert quality["wopdsl.eval.judge_run_id"] == run["checks"]["quality"]["judgeRunId"]
+        judge_run = run["checks"]["quality"]["judgeRunId"]
+        assert quality["wopdsl.eval.judge_run_id"] == judge_run
+        judged = {s.name for s in spans if s.trace_id == f"{trace_id(judge_run):032x}"}
+        assert judged == {"invoke_workflow judge.quality", "invoke_agent judge",
+                          "chat judge-model"}  # the judge's call is traced like a member's
     assert SECRET not in json.dumps([s.attributes for s in spans])
