@@ -17,8 +17,7 @@ import pytest
 
 pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
 
-from tests.cli.test_eval_models import EVAL, SECRET, _answers, _wop
-from tests.evals.conftest import write
+from tests.cli.test_eval_models import EVAL, SECRET, _answers, _wop, solver_folder
 from wopdsl import open_store
 from wopdsl.protocol.check import check_events
 from wopdsl.protocol.check_v2 import check_events_v2
@@ -78,16 +77,8 @@ def server() -> Iterator[ScriptedModelServer]:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    from tests.cli.test_eval_models import CLOSENESS, SOLVER
-
-    write(tmp_path, "solver.toml", SOLVER)
-    write(tmp_path, "closeness.py", CLOSENESS)
-    write(tmp_path, "cases.jsonl", "".join(
-        json.dumps({"id": f"q{i}", "task": f"What is {i}+{i}?", "expected": str(2 * i)}) + "\n"
-        for i in range(10)))
-    write(tmp_path, "e.toml", EVAL.replace("[gate]\ncorrect = { strong = 0.9, weak = 0.5 }\n",
-                                           "") + JUDGE)
-    return tmp_path
+    return solver_folder(tmp_path, EVAL.replace(
+        "[gate]\ncorrect = { strong = 0.9, weak = 0.5 }\n", "") + JUDGE)
 
 
 def _stored(folder: Path) -> dict[str, list[dict[str, Any]]]:

@@ -128,15 +128,21 @@ def _wop(cwd: Path, server: ScriptedModelServer | str, *args: str,
                           check=False)
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    write(tmp_path, "solver.toml", SOLVER)
-    write(tmp_path, "closeness.py", CLOSENESS)
-    write(tmp_path, "cases.jsonl", "".join(
+def solver_folder(folder: Path, evaluation: str) -> Path:
+    """``folder`` with the solver council, the closeness check, ten cases ("What is i+i?")
+    and ``evaluation`` as ``e.toml``."""
+    write(folder, "solver.toml", SOLVER)
+    write(folder, "closeness.py", CLOSENESS)
+    write(folder, "cases.jsonl", "".join(
         json.dumps({"id": f"q{i}", "task": f"What is {i}+{i}?", "expected": str(2 * i)}) + "\n"
         for i in range(10)))
-    write(tmp_path, "e.toml", EVAL)
-    return tmp_path
+    write(folder, "e.toml", evaluation)
+    return folder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return solver_folder(tmp_path, EVAL)
 
 
 def test_known_answers_give_known_figures(folder: Path, server: ScriptedModelServer) -> None:

@@ -26,6 +26,7 @@ class CassetteUnreadable(WopError):
 
     code = "CASSETTE_MISMATCH"
 
+
 Mode = Literal["live", "record", "offline"]
 """``live``: call the models; ``record``: call them and write what they said; ``offline``:
 answer from what was written."""

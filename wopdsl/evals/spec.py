@@ -166,8 +166,6 @@ class CheckSpec(BaseModel):
         return self.scale is not None
 
 
-
-
 class EvalSpec(BaseModel):
     """A whole ``wop eval`` file."""
 
