@@ -24,25 +24,17 @@ from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
+from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot, tags_of
 from wopdsl.store import EventStore, open_store, require_run
 
 if TYPE_CHECKING:
     from wopdsl.projections.diff import RunDiff
     from wopdsl.projections.trace.live import LiveTrace
 
-__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync", "tags_of"]
+__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
 
 _STOPPED = frozenset({*TERMINAL, "waiting-input", "paused"})
 """Statuses in which nothing is appended until someone acts."""
-
-
-def tags_of(metadata: dict[str, Any]) -> list[str]:
-    """The tags in a ``run.started`` payload's ``metadata`` (``request.runOptions.tags``)."""
-    request = metadata.get("request")
-    options = request.get("runOptions") if isinstance(request, dict) else None
-    tags = options.get("tags") if isinstance(options, dict) else None
-    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
 class Run:

@@ -24,7 +24,7 @@ from wopdsl.cli._targets import Context, import_council, load_council
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.capabilities import capabilities
-from wopdsl.state import TERMINAL_EVENTS, status_of_event
+from wopdsl.state import TERMINAL_EVENTS, status_of_event, tags_of
 
 TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
 """What ``wop tui`` says when Textual or the TUI package is missing."""
@@ -169,8 +169,6 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
     ``--tag TAG`` (repeatable; ``--eval``, ``--arm``, ``--case`` and ``--repeat`` are
     shorthands for ``--tag eval=ID`` …) keeps the runs that carry every tag given.
     """
-    from wopdsl.run import tags_of
-
     try:
         store = ctx.store(create=False, read_only=True)
     except RunNotFound:
