@@ -99,3 +99,16 @@ def test_a_bad_eval_file_fails_with_its_location(project: pytest.Pytester) -> No
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*invalid eval file:", "*evals/fixture.toml:23:1: gate.correct: "
                                  "a threshold must be a number, got *"])
+
+
+def test_a_damaged_cassette_fails_the_test_clearly(project: pytest.Pytester) -> None:
+    _eval(project, "{ board = 1.0 }")
+    damaged = project.path / "evals" / "__cassettes__" / "fixture" / "board" / "c1.1.yaml"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_text("format: [not, a, cassette\n", encoding="utf-8")
+    project.makepyfile(test_eval=ONE_TEST)
+    result = project.runpytest_subprocess(*UNRELATED_PLUGINS_OFF, "-p", "no:asyncio")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*board/c1.1.yaml: not a readable cassette*",
+                                 "*hint: record it again, or restore it from version control"])
+    assert "Traceback" not in result.stdout.str()

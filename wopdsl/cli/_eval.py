@@ -33,7 +33,7 @@ def _raw(stream: TextIO) -> TextIO:
 def cmd_eval(ctx: Context, args: argparse.Namespace) -> int:
     """``wop eval FILE``: run it, print the report, write --json/--html, apply the gates."""
     from wopdsl.evals import load_eval
-    from wopdsl.evals.cassettes import cassette_missing
+    from wopdsl.evals.cassettes import CassetteUnreadable, cassette_missing
     from wopdsl.evals.compare import read_report
 
     evaluation = load_eval(args.file)
@@ -42,7 +42,11 @@ def cmd_eval(ctx: Context, args: argparse.Namespace) -> int:
     if mode != "live" and (missing := cassette_missing()) is not None:
         raise CommandError("CASSETTE_MISMATCH", missing, hint="install it, or run live")
     store = ctx.store()
-    outcome = asyncio.run(_run(evaluation, store, mode, args, ctx))
+    try:
+        outcome = asyncio.run(_run(evaluation, store, mode, args, ctx))
+    except CassetteUnreadable as exc:
+        raise CommandError("CASSETTE_MISMATCH", exc.message, hint=exc.hint,
+                           exit_code=EXIT_FAILED) from None
     return _finish(outcome, old, args, ctx)
 
 

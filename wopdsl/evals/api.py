@@ -74,6 +74,7 @@ def run_eval(path: str | os.PathLike[str], store: str | os.PathLike[str] | Event
 
     Raises:
         DeclarationError: the eval file, its cases or councils are invalid.
+        CassetteUnreadable: a cassette of recorded answers cannot be read (``offline``).
 
     Inside a running event loop it runs on a loop of its own in a worker thread.
     """

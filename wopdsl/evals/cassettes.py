@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from wopdsl import Council, WopError
+from wopdsl import Council
 
 if TYPE_CHECKING:
     from wopdsl.testing.cassette import Cassette
@@ -21,10 +21,18 @@ if TYPE_CHECKING:
 __all__ = ["CassetteUnreadable", "Mode", "RunCassette", "cassette_missing"]
 
 
-class CassetteUnreadable(WopError):
-    """A cassette file that cannot be read (damaged, or of another format): the eval stops."""
+class CassetteUnreadable(Exception):
+    """A cassette file that cannot be read (damaged, or of another format): the eval stops.
 
-    code = "CASSETTE_MISMATCH"
+    ``wop eval`` prints it as ``CASSETTE_MISMATCH`` (exit 1), the ``wop_eval`` fixture fails
+    the test with it.
+    """
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        """How to fix it."""
 
 
 Mode = Literal["live", "record", "offline"]

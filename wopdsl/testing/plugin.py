@@ -108,6 +108,7 @@ def wop_eval(request: pytest.FixtureRequest,
         __tracebackhide__ = True
         from wopdsl import DeclarationError
         from wopdsl.evals.api import run_eval
+        from wopdsl.evals.cassettes import CassetteUnreadable
 
         target = CouncilRunner(search_paths=[request.path.parent,
                                              request.config.rootpath]).resolve(path)
@@ -117,6 +118,8 @@ def wop_eval(request: pytest.FixtureRequest,
                               mode=chosen, limit=limit)  # type: ignore[arg-type]
         except DeclarationError as exc:
             invalid = str(exc)
+        except CassetteUnreadable as exc:
+            invalid = f"{exc.message}\n    hint: {exc.hint}"
         else:
             invalid = ""
         if invalid:
