@@ -52,8 +52,7 @@ def page(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[Any]:
-    require_browser()
-    browser = new_driver(tmp_path / "profile")
+    browser = new_driver(require_browser(), tmp_path / "profile")
     try:
         yield browser
     finally:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
 from wopdsl.declare._bounds import data_problem
 from wopdsl.declare._messages import describe_error
+from wopdsl.declare._python_file import python_file_problem
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
 from wopdsl.declare.document import in_file_order, parse_toml, read_text
 from wopdsl.errors import DeclarationError, Problem
@@ -94,6 +96,8 @@ def load_declaration(path: str | os.PathLike[str]) -> Declaration:
     """
     source = os.fspath(path)
     text = read_text(source)
+    if Path(source).suffix == ".py":
+        raise DeclarationError(python_file_problem(source, text))
     return loads_declaration(text, source)
 
 

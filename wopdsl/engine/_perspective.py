@@ -62,7 +62,7 @@ def _visible_tail(state: CouncilState, room_id: str, viewer: str, cut: int) -> l
     messages = state.rooms[room_id].messages
     if cut >= len(messages):
         return messages[-tail:]
-    own = [m for m in messages[cut:] if m.sender == viewer]  # Blind, mid-round.
+    own = state.rooms[room_id].round_posts.get(viewer, [])  # Blind, mid-round.
     return (messages[max(0, cut - tail):cut] + own)[-tail:]
 
 
@@ -179,7 +179,7 @@ def decision_views(state: CouncilState, viewer: str) -> list[dict[str, Any]]:
                               rule=definition.get("rule", "majority"))
             else:
                 static["scale"] = list(definition.get("scale") or ())
-        view = {**static, "open": not decision.closed, "voter": viewer in decision.voters,
+        view = {**static, "open": not decision.closed, "voter": viewer in decision.voter_set,
                 "votes": len(decision.votes)}
         mine = decision.votes.get(viewer)
         if mine is not None:
