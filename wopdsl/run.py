@@ -24,7 +24,7 @@ from wopdsl.projections.notebook import run_html, run_markdown
 from wopdsl.projections.trace import export_configured, live_trace
 from wopdsl.projections.transcript import render_transcript
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
+from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot, tags_of
 from wopdsl.store import EventStore, open_store, require_run
 
 if TYPE_CHECKING:
@@ -136,6 +136,11 @@ class Run:
     def metrics(self) -> RunMetrics:
         """How the council deliberated: per member and per decision (``wop metrics``)."""
         return metrics_of(self.store.read(self.run_id))
+
+    @property
+    def tags(self) -> list[str]:
+        """The run's tags (``Council.start(tags=…)``, an HTTP client's ``tags``)."""
+        return tags_of(self.state.metadata)
 
     @property
     def waiting_for(self) -> list[str]:

@@ -189,3 +189,29 @@ async def test_sync_twins_refuse_inside_an_event_loop(tmp_path):
         run.reply_sync("hello")
     with pytest.raises(RuntimeError, match=r"use `await run\.wait"):
         run.wait_sync()
+
+
+def test_runs_carry_tags_where_the_http_host_keeps_them() -> None:
+    from wopdsl import ValidationError, load
+
+    council = load("councils/release-team.toml")
+    run = council.run(store="memory:")
+    assert run.tags == []
+    store = run.store
+    import asyncio
+
+    async def tagged() -> list[str]:
+        started = council.start(store, "t1", tags=["eval=x", "arm=a"], metadata={"k": 1})
+        await started.wait()
+        assert started.state.metadata["request"] == {
+            "k": 1, "runOptions": {"tags": ["eval=x", "arm=a"]}}
+        return started.tags
+
+    assert asyncio.run(tagged()) == ["eval=x", "arm=a"]
+    for bad in (["x" * 257], [""], ["t"] * 101):
+        try:
+            council.start(store, "t2", tags=bad)
+        except ValidationError as exc:
+            assert "tag" in str(exc)
+        else:
+            raise AssertionError(f"tags {bad[:2]} were taken")
