@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import socket
 import ssl
 import sys
@@ -417,8 +418,23 @@ class _Handler(BaseHTTPRequestHandler):
         while time.monotonic() < stop:
             self._chunk(data)  # raises once the client has hung up
             if endless.delay_s:
-                time.sleep(endless.delay_s)
+                self._pause(endless.delay_s)
         self.close_connection = True
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` between chunks; raise at once should the client hang up meanwhile.
+
+        So :attr:`CapturedRequest.ended` is the moment a stopped stream was closed, not the
+        next write after it.
+        """
+        if isinstance(self.connection, ssl.SSLSocket):  # no peeking under TLS
+            time.sleep(seconds)
+            return
+        readable, _, _ = select.select([self.connection], [], [], seconds)
+        if readable:
+            if not self.connection.recv(1, socket.MSG_PEEK):
+                raise ConnectionResetError("the client closed the stream")
+            time.sleep(seconds)  # the client sent something (it never does): just wait
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
