@@ -52,9 +52,9 @@ class Held:
             raise
 
 
-def first_call(calls: Calls) -> Callable[[Turn], bool]:
-    """Hold each member's first call only."""
-    return lambda turn: len(calls.of(turn.member)) == 1
+def first_call(calls: Calls, member: str | None = None) -> Callable[[Turn], bool]:
+    """Hold each member's first call only (``member``: that member's only)."""
+    return lambda turn: member in (None, turn.member) and len(calls.of(turn.member)) == 1
 
 
 def says_triggers(turn: Turn) -> Reply:
@@ -135,7 +135,7 @@ async def test_a_steer_without_mentions_stops_the_rooms_running_members_only(
 async def test_a_turn_that_finished_before_the_steer_is_discarded_until_its_batch_settles(
         make_council: MakeCouncil, db_path: Path) -> None:
     calls = Calls()
-    held = Held(calls, lambda turn: turn.member == "b" and len(calls.of("b")) == 1)
+    held = Held(calls, first_call(calls, "b"))
     council = make_council(
         {"a": calls.handler(lambda t: reply("a", say("board", f"a saw {len(t.triggers)}"))),
          "b": calls.handler(says_triggers, before=held), "me": HUMAN},
@@ -159,7 +159,7 @@ async def test_a_vote_of_a_turn_the_steer_stopped_is_never_counted(
     # a's turn votes "hold" and ends before the steer, but its batch (b still runs) has not
     # settled: the steer discards it, vote and all; only the rerun's vote is counted.
     calls = Calls()
-    held = Held(calls, lambda turn: turn.member == "b" and len(calls.of("b")) == 1)
+    held = Held(calls, first_call(calls, "b"))
 
     def votes(choice: Callable[[Turn], str]) -> Callable[[Turn], Reply]:
         return lambda turn: Reply(summary=f"{turn.member} votes", posts=[say(
@@ -261,7 +261,7 @@ async def test_a_steer_from_another_handle_stops_the_turn_through_the_store(
 async def test_a_stopped_member_takes_its_round_turn_again_and_sees_the_steer_in_a_blind_room(
         make_council: MakeCouncil, db_path: Path) -> None:
     calls = Calls()
-    held = Held(calls, lambda turn: turn.member == "b" and len(calls.of("b")) == 1)
+    held = Held(calls, first_call(calls, "b"))
     council = make_council(
         {"a": calls.handler(lambda t: reply("a", say("board", "a answers"))),
          "b": calls.handler(lambda t: reply("b", say("board", "b answers")), before=held),
