@@ -70,6 +70,8 @@ CODES: Final[tuple[str, ...]] = (
     "TOOL_ERROR",
     "TOOL_LIMIT",
     "TOOL_IN_DOUBT",
+    "A2A_ERROR",
+    "A2A_IN_DOUBT",
 )
 """Every stable error code, in the order docs/errors.md documents them."""
 

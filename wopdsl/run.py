@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,8 @@ class Run:
         self._engine = engine
         self._state = CouncilState()
         self._task: asyncio.Task[RunStatus] | None = None
+        self._landing: asyncio.Future[None] | None = None
+        """Set while a pause or cancel stops this handle's driving task and lands."""
         self._started: asyncio.Event | None = None
         self.events = EventLog(store, run_id, self._follow)
         """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
@@ -218,8 +220,16 @@ class Run:
 
     async def wait(self) -> RunStatus:
         """Wait until the run completes, fails, is cancelled, waits for input or is paused."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
+        task = self._task
+        if task is not None:
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not task.cancelled() or (current is not None and current.cancelling()):
+                    raise  # This waiter was cancelled, not the run's driving task.
+                if self._landing is not None:  # A pause or cancel cut it: hear the status.
+                    await asyncio.shield(self._landing)
             return await self.astatus()
         return await self._watch()
 
@@ -369,10 +379,8 @@ class Run:
         A tool call in flight is let finish (within its ``timeout_ms``) and its result
         recorded before the run ends, so the log says what the tool did.
         """
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        await (await self._aengine()).cancel(reason)
+        engine = await self._aengine()
+        await self._cut(lambda: engine.cancel(reason))
 
     async def pause(self, reason: str = "paused by user", *, drain: bool = False) -> None:
         """Pause a running run (``run.paused``): no turn starts until :meth:`unpause`.
@@ -394,10 +402,23 @@ class Run:
             status = await self.astatus()
             if status != "running":  # Checked before any turn is cut off.
                 raise RunStateConflict(self.run_id, status, "paused")
-            task, self._task = self._task, None
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await self._cut(lambda: engine.pause(reason))
+            return
         await engine.pause(reason)
+
+    async def _cut(self, then: Callable[[], Awaitable[None]]) -> None:
+        """Stop this handle's driving task, then ``then()``; its waiters hear the status after."""
+        task, self._task = self._task, None
+        landing = self._landing = asyncio.get_running_loop().create_future()
+        try:
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            await then()
+        finally:
+            landing.set_result(None)
+            if self._landing is landing:
+                self._landing = None
 
     async def unpause(self) -> RunStatus:
         """Resume a paused run (``run.resumed {reason: "unpaused"}``) and drive it here.

@@ -7,7 +7,7 @@ import importlib
 import json
 from typing import Any
 
-from wopdsl import CouncilState, RunNotFound, __version__
+from wopdsl import CouncilState, RunNotFound
 from wopdsl.cli._output import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -17,13 +17,13 @@ from wopdsl.cli._output import (
     exit_code_for_status,
     print_json,
     print_stop,
+    resume_hint,
     run_json,
     terminal_safe,
 )
 from wopdsl.cli._targets import Context, import_council, load_council
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
-from wopdsl.protocol.capabilities import capabilities
 from wopdsl.state import TERMINAL_EVENTS, status_of_event
 
 TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
@@ -48,12 +48,21 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
             print(f"note: {line}", file=ctx.err, flush=True)
 
         tools = asyncio.run(tool_lines(council, use_cache=not args.no_cache, note=note))
+    agents: dict[str, dict[str, Any]] = {}
+    if any(m.engine == "a2a" for m in spec.members):  # reads each agent's card (§25)
+        import asyncio
+
+        from wopdsl.cli._a2a_check import agent_lines
+
+        agents = asyncio.run(agent_lines(council))
     if args.json:
         doc = {"status": "ok", "council": spec.id, "version": settings.version,
                "rooms": {r.id: list(r.members) for r in graph.rooms.values()},
                "members": [m.id for m in graph.members.values()]}
         if tools:
             doc["tools"] = tools
+        if agents:
+            doc["agents"] = agents
         print_json(doc, out)
         return EXIT_OK
     print(f"ok: council {spec.id} (version {settings.version})", file=out)
@@ -84,6 +93,11 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
               f"cap={member.cap}{tail}", file=out)
         for line in tools.get(member.id, []):
             print(f"      tool {line}", file=out)
+        card = agents.get(member.id)
+        if card is not None:
+            print(f"      agent {card['name']!r} {card['version']}: skills "
+                  f"{', '.join(card['skills'])}; "
+                  f"{'streams' if card['streaming'] else 'does not stream'}", file=out)
     for line in worst_case_lines(spec, graph.members.values()):
         print(line, file=out)
     if tools:
@@ -179,6 +193,9 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
             status = CouncilState.fold(store.read(info.run_id)).status
         row = {"runId": info.run_id, "council": info.workflow_id, "status": status,
                "events": info.last_sequence + 1, "startedAt": info.started_at}
+        driven = store.driven(info.run_id) if status == "running" else None
+        if driven is not None:  # Whether a process drives it (claims); None: can't tell.
+            row["driven"] = driven
         usage = run_usage(store, info.run_id)
         if usage is not None:
             row["usage"] = usage
@@ -189,15 +206,19 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
     if not rows:
         print(f"no runs in {ctx.store_shown}", file=ctx.out, flush=True)
         return EXIT_OK
+    stopped = [r["runId"] for r in rows if r.get("driven") is False]
     table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST", "STARTED")] + [
-        (r["runId"], r["council"], r["status"], str(r["events"]), *usage_cells(r.get("usage")),
-         r["startedAt"]) for r in rows
+        (r["runId"], r["council"], "interrupted" if r.get("driven") is False else r["status"],
+         str(r["events"]), *usage_cells(r.get("usage")), r["startedAt"]) for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(6)]
     for row in table:
         cells = [row[i].ljust(widths[i]) if i < 3 else row[i].rjust(widths[i])
                  for i in range(6)]
         print("  ".join([*cells, row[6]]), file=ctx.out)
+    for run_id in stopped:
+        print(f"interrupted: no process drives run {run_id} (it stopped mid-run); continue it "
+              f"with `{resume_hint(run_id, ctx.store_flag)}`", file=ctx.out)
     ctx.out.flush()
     return EXIT_OK
 
@@ -338,14 +359,6 @@ def cmd_check(ctx: Context, args: argparse.Namespace) -> int:
             print(f"  {violation}", file=ctx.out)
         ctx.out.flush()
     return EXIT_FAILED if violations else EXIT_OK
-
-
-def cmd_capabilities(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop capabilities``: the host's OpenWOP discovery document."""
-    doc = capabilities(args.max_participants,
-                       implementation={"name": "wopdsl", "version": __version__})
-    print_json(doc, ctx.out)
-    return EXIT_OK
 
 
 def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:

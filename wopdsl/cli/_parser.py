@@ -9,6 +9,7 @@ from typing import Any
 
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
+from wopdsl.cli._capabilities import add_capabilities
 from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
@@ -226,9 +227,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("schema", _commands.cmd_schema, "the JSON Schema of the council file format")
 
-    cmd = add("capabilities", _commands.cmd_capabilities, "the host's discovery document")
-    _max_participants(cmd)
-
     cmd = add("check", _commands.cmd_check, "validate a stored run against the bundled "
               "OpenWOP schemas and the log rules (exit 1 when it breaks one)")
     cmd.add_argument("run", metavar="RUN")
@@ -270,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the human member you post as (several people may share a run)")
 
     add_serve(sub, common, _at_least)
+    add_capabilities(sub, common, _at_least)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
     otel_flag(cmd)

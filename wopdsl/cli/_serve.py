@@ -19,8 +19,6 @@ DEFAULT_COUNCILS = "councils"
 
 def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> None:
     """Register ``wop serve`` on the subparsers."""
-    from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
-
     cmd = sub.add_parser("serve", parents=[common],
                          help="serve councils over the OpenWOP v1 HTTP API (SSE)",
                          description="Serve the councils in PATH (files or folders of .toml "
@@ -41,14 +39,10 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
     cmd.add_argument("--tokens", metavar="FILE",
                      help='bearer tokens: a TOML file with [tokens] principal = "token" '
                           "(also $WOP_TOKENS=alice=token1,bob=token2)")
-    cmd.add_argument("--max-participants", type=int_at_least(2), metavar="N",
-                     default=DEFAULT_MAX_PARTICIPANTS)
     cmd.add_argument("--max-runs", type=int_at_least(1), metavar="N", default=1000,
                      help="most unfinished runs held at once (429 beyond; default 1000)")
     cmd.add_argument("--max-subscribers", type=int_at_least(1), metavar="N", default=2000,
                      help="most open event streams (503 beyond; default 2000)")
-    cmd.add_argument("--max-body-bytes", type=int_at_least(1), metavar="N",
-                     default=256 * 1024, help="largest request body (413 beyond)")
     cmd.add_argument("--keepalive", type=float, metavar="SECONDS", default=15.0,
                      help="seconds between SSE keep-alive comments (at most 15)")
     cmd.add_argument("--max-connections", type=int_at_least(1), metavar="N", default=4096,
@@ -58,14 +52,28 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      help="seconds a connection has to send a request head (default 10)")
     cmd.add_argument("--body-timeout", type=float, metavar="SECONDS", default=30.0,
                      help="seconds a request has to send its body (408 beyond; default 30)")
-    cmd.add_argument("--conformance", action="store_true",
-                     help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
-                          "and the multi-party test seam; without PATH, only them")
+    host_options(cmd, int_at_least)
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
     cmd.add_argument("--otel", action="store_true",
                      help="export the runs' OpenTelemetry spans live to "
                           "$OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
+
+
+def host_options(cmd: argparse.ArgumentParser, int_at_least: Any) -> None:
+    """The options of ``wop serve`` that shape its discovery document (both commands take them)."""
+    from wopdsl.protocol.capabilities import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTICIPANTS
+
+    cmd.add_argument("--max-participants", type=int_at_least(2), metavar="N",
+                     default=DEFAULT_MAX_PARTICIPANTS,
+                     help="most agent participants per room (multiPartyConversation."
+                          f"maxParticipants; default {DEFAULT_MAX_PARTICIPANTS})")
+    cmd.add_argument("--max-body-bytes", type=int_at_least(1), metavar="N",
+                     default=DEFAULT_MAX_BODY_BYTES,
+                     help="largest request body (413 beyond; limits.maxRequestBodyBytes)")
+    cmd.add_argument("--conformance", action="store_true",
+                     help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
+                          "and the multi-party test seam; without PATH, only them")
 
 
 def discover(paths: list[str]) -> list[Council]:
@@ -198,4 +206,4 @@ def _server_class(uvicorn: Any) -> Any:
     return Server
 
 
-__all__ = ["DeclarationError", "add_serve", "cmd_serve", "discover"]
+__all__ = ["DeclarationError", "add_serve", "cmd_serve", "discover", "host_options"]

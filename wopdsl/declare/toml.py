@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from wopdsl.declare._bounds import data_problem, dotted_problem, parse_failure, size_problem
 from wopdsl.declare._messages import describe_error
+from wopdsl.declare._python_file import python_file_problem
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
@@ -155,6 +156,8 @@ def load_declaration(path: str | os.PathLike[str]) -> Declaration:
                 hint="save the file as UTF-8",
             )
         ) from None
+    if Path(source).suffix == ".py":
+        raise DeclarationError(python_file_problem(source, text))
     return loads_declaration(text, source)
 
 

@@ -376,13 +376,16 @@ class Engine(HumanDoor, Approvals, Batches, Deliberation):
         for member_id in state.queue:
             member = state.members[member_id]
             if member.turns >= member.cap:
-                self._fail("TEAM_TURN_LIMIT",
-                           f"{member_id} was requested again but has used all {member.cap} of "
-                           "its turns (max_turns)", member_id)
+                self._fail_turn_limit(member_id)
                 return None
         self._request_waits()
-        chosen = [m for m in state.queue if not state.members[m].awaited]
-        chosen = chosen[: state.concurrency]
+        chosen: list[str] = []
+        members, limit = state.members, state.concurrency
+        for member_id in state.queue:  # The first `limit` queued members not awaited.
+            if not members[member_id].awaited:
+                chosen.append(member_id)
+                if len(chosen) == limit:
+                    break
         if not chosen:
             if not state.queue:
                 self._complete()

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from wopdsl import Council, EventStore, WopError, load, open_store
+from wopdsl.server.agui import AguiApi
 from wopdsl.server.auth import BearerAuth
 from wopdsl.server.bulk import bulk_routes
 from wopdsl.server.config import Limits, Tokens
@@ -112,7 +113,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
 
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
               for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api),
-                        *presence_routes(presence), *extra,
+                        *presence_routes(presence), *extra, *AguiApi(api).routes(),
                         *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wopdsl import CouncilState, MemberSpec
+from wopdsl import CouncilSpec, CouncilState, MemberSpec
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.server.errors import ApiError
 
-__all__ = ["Speaker", "check_mentions", "ended", "resolve_speaker", "room_of"]
+__all__ = ["Speaker", "check_mentions", "council_spec", "ended", "resolve_speaker",
+           "room_of"]
 
 _SPEAKER_PREFIX = "host:"
 _OUTSIDE = {"human": "user", "external": "agent"}
@@ -191,3 +192,10 @@ def _refused(code: str, message: str, room: str, roster: list[str], *,
     if speaker_id is not None:
         details["speakerId"] = speaker_id
     return ApiError(422, code, message, details)
+
+
+def council_spec(run: Any, state: CouncilState) -> Any:
+    """The run's council declaration (its compiled council's, else the one it logged)."""
+    if run.council is not None:
+        return run.council.compile().spec
+    return CouncilSpec.model_validate(state.council)

@@ -239,8 +239,8 @@ class CouncilState(SteeringFold):
         if current is not None:
             # A retry of an interrupted turn: same position, next attempt; its triggers are
             # the first attempt's plus any steering post that stopped an attempt.
-            current.attempt = payload.get("attempt", current.attempt + 1)
-            current.retried, current.suspended, current.decided = False, None, False
+            current.restart(payload.get("attempt", current.attempt + 1), event["timestamp"],
+                            self.paused_total_ms)
             for trigger in payload.get("triggers", ()):
                 if trigger not in current.triggers:
                     current.triggers.append(trigger)
@@ -256,7 +256,7 @@ class CouncilState(SteeringFold):
             payload.get("attempt", 0),
             payload["turn"] if "turn" in payload else self.members[member].turns + 1,
             list(payload.get("triggers", ())),
-            since=event["sequence"],
+            since=event["sequence"], began=event["timestamp"], began_paused_ms=self.paused_total_ms,
         )
         batch = payload.get("batch", 0)
         if batch > self.batch:
@@ -341,6 +341,8 @@ class CouncilState(SteeringFold):
         self.messages[message_id] = message
         room.messages.append(message)
         room.sizes.append(size)
+        if room.blind and queue:  # A blind round's posts, by sender (see RoomState.hidden_from).
+            room.round_posts.setdefault(message.sender, []).append(message)
         if queue and steer:
             self._steer(room, message.sender, message_id, mentions)
         elif queue and mentions:
@@ -406,6 +408,9 @@ class CouncilState(SteeringFold):
 
     def _run_resumed(self, event: RunEventDoc) -> None:
         self.resumed_at = event["sequence"]
+        if event["payload"].get("reason") == "fork":
+            for turn in self.inflight.values():
+                turn.anew()
         if self.paused is not None:
             self.paused_total_ms += max(
                 0, parse_iso_ms(event["timestamp"]) - self.paused_since_ms)

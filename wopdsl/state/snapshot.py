@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-from wopdsl.protocol.codemap import ERA_V2
 from wopdsl.state.fold import CouncilState
-
-EVENT_LOG_SCHEMA_VERSION: Final = ERA_V2
-"""The event-log era new runs are written in (v2 ``persistence.md`` §The era key): 3, the v2
-vocabulary. A run's own era is in its ``run.started`` (absent: 2, the v1 era; v1
-``version-negotiation.md`` §Stamping accepts 2 and above)."""
 
 
 def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:
