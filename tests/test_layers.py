@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "projections": 3,
     "council": 4,
     "run": 4,
+    "presence": 4,
     "cli": 5,
     "jupyter": 5,
     "testing": 5,

@@ -18,6 +18,7 @@ from wopdsl.errors import RunBusy, RunNotFound, RunStateConflict, ValidationErro
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
 from wopdsl.model.turns import Message
+from wopdsl.presence import Presence
 from wopdsl.projections.log import EventLog
 from wopdsl.projections.metrics import RunMetrics, decisions_of, metrics_of
 from wopdsl.projections.notebook import run_html, run_markdown
@@ -60,6 +61,7 @@ class Run:
         # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
         self._live: LiveTrace | None = None  # one for all drives: no span is sent twice
+        self._presence: Presence | None = None
 
     # -- state, read from the log ----------------------------------------------------------
 
@@ -141,6 +143,17 @@ class Run:
     def tags(self) -> list[str]:
         """The run's tags (``Council.start(tags=…)``, an HTTP client's ``tags``)."""
         return tags_of(self.state.metadata)
+
+    @property
+    def presence(self) -> Presence:
+        """Who watches and who types in the run's rooms (RFC 0110 channel presence).
+
+        Shared with every front end on the same store (see :mod:`wopdsl.presence`); never
+        part of the run's log.
+        """
+        if self._presence is None:
+            self._presence = Presence(self.store, self.run_id, lambda: self.state)
+        return self._presence
 
     @property
     def waiting_for(self) -> list[str]:
@@ -236,12 +249,13 @@ class Run:
     async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
                     mentions: list[str] | None = None, operation: str = "exchange",
                     outcome: Any = None, resume: dict[str, Any] | None = None,
-                    answer: KeepAnswer | None = None) -> str | None:
+                    answer: KeepAnswer | None = None, steer: bool = False) -> str | None:
         """Post as a human member, or submit an external member's turn.
 
         ``@member`` in ``text`` becomes a mention. Every way in is checked the same at the
         door (RFC 0101 roster, role, room, mentions, size); a refused turn appends nothing
-        and the run keeps waiting.
+        and the run keeps waiting. A post is saved at once, even while turns run (their
+        batch takes it in when it settles).
 
         Args:
             text: The message text.
@@ -259,6 +273,9 @@ class Run:
                 overrides the above. A ``close`` keeps its ``turn`` as the closing turn.
             answer: For a host's request with an ``Idempotency-Key``: from the message id and
                 the run's status, the :class:`~wopdsl.store.Answer` kept with the turn.
+            steer: Steer (a person's post only): the members the post mentions (without
+                mentions, the room's members) stop their running turns at once and take
+                them again with the post among their triggers (docs/guides/steering.md).
 
         Returns:
             The saved message id (``None`` for ``close``).
@@ -276,7 +293,8 @@ class Run:
         entry = HumanInput(member=member, room=target, text=text,
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
-                           operation=operation, outcome=outcome, resume=resume, answer=answer)
+                           operation=operation, outcome=outcome, resume=resume, answer=answer,
+                           steer=steer)
         engine = await self._aengine()
         was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)

@@ -400,6 +400,9 @@ def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"store": ctx.store_arg}
     if args.max_participants is not None:
         options["max_participants"] = args.max_participants
-    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None).
+    if getattr(args, "as_", None):
+        options["as_"] = args.as_
+    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None,
+    # as_=None).
     result = tui.run_app(args.target, **options)
     return int(result or 0)

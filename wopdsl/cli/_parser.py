@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--close", action="store_true",
                      help="close the room's conversation (RFC 0005 §E close)")
     cmd.add_argument("--outcome", metavar="JSON", help="with --close: the conversation's outcome")
+    cmd.add_argument("--steer", action="store_true",
+                     help="interrupt: the members TEXT mentions (else the room's members) stop "
+                          "their running turns and take them again with this post")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member to post as (when there are several)")
     cmd.add_argument("--council", metavar="FILE",
@@ -270,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human member you post as (several people may share a run)")
 
     add_serve(sub, common, _at_least)
     add_eval(sub, common, _at_least, _eval.cmd_eval)

@@ -109,6 +109,12 @@ class Inflight:
     because a run stopped in the middle of it."""
     since: int = -1
     """The sequence of the turn's first ``node.started`` (a round counts turns begun in it)."""
+    steered: str | None = None
+    """The steering post that stopped this attempt (docs/guides/steering.md): the attempt is
+    to end with ``node.retried`` (``STEERED``), its outcome discarded, until a restart that
+    carries the post in its triggers."""
+    steers: int = 0
+    """How many attempts of this turn a steer stopped (they do not count against ``retries``)."""
     began: str = ""
     """When the turn's clock started: its first ``node.started`` (a fork's, for a turn the
     fork cut off)."""
