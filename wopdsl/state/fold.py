@@ -12,6 +12,7 @@ from wopdsl.model.construct import new_message
 from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import ASK_PREFIX, MEMBER_TYPE_ID, turn_sender
+from wopdsl.state import lifecycle
 from wopdsl.state.asks import AskState
 from wopdsl.state.records import (
     Chair,
@@ -21,9 +22,10 @@ from wopdsl.state.records import (
     RoomState,
     RunStatus,
 )
-from wopdsl.state.steering import STEERED, SteeringFold, is_steer
+from wopdsl.state.steering import STEERED, is_steer
 from wopdsl.state.tools import ToolState, suspend
 from wopdsl.state.usage import RunUsage
+from wopdsl.state.views import StateViews
 
 if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
     from wopdsl.model.turns import Message
@@ -35,7 +37,7 @@ _GC_PAUSE_EVENTS: Final = 1_000
 
 
 @dataclass(slots=True)
-class CouncilState(SteeringFold):
+class CouncilState(StateViews):
     """Everything a council run's events say, folded in sequence order.
 
     ``apply`` is O(1) per event (plus the mentions of a post), so folding a log is linear.
@@ -122,75 +124,6 @@ class CouncilState(SteeringFold):
         finally:
             if pause:
                 gc.enable()
-
-    # -- derived views -------------------------------------------------------------------
-
-    @property
-    def status(self) -> RunStatus:
-        """The run status derived from the log."""
-        if self.terminal is not None:
-            return self.terminal
-        if self.last_sequence < 0:
-            return "pending"
-        if self.paused is not None:
-            return "paused"
-        if self.inflight:  # all suspended (awaiting approvals): nothing runs until decided
-            return "running" if any(not i.suspended for i in self.inflight.values()) \
-                else "waiting-input"
-        if any(not self.members[m].awaited for m in self.queue):
-            return "running"
-        if self.queue:
-            return "waiting-input"
-        return "running"
-
-    def active_ms(self, now_ms: int) -> int:
-        """Milliseconds the run has been going at ``now_ms`` (epoch), pauses left out.
-
-        The council deadline (``timeout_ms``, RFC 0005 §I) counts this: a paused run's
-        clock stops.
-        """
-        paused = self.paused_total_ms
-        if self.paused is not None:
-            paused += max(0, now_ms - self.paused_since_ms)
-        return max(0, now_ms - self.started_ms - paused)
-
-    def member_phase(self, member_id: str) -> str:
-        """Return the member's phase: queued, running, waiting (for input), failed, done or idle."""
-        member = self.members[member_id]
-        if member_id in self.inflight:
-            return "waiting" if self.inflight[member_id].suspended else "running"
-        if member_id in self.queue:
-            return "waiting" if member.awaited else "queued"
-        if member.failed:
-            return "failed"
-        return "done" if member.turns else "idle"
-
-    @property
-    def waiting_for(self) -> list[str]:
-        """Human and external members whose requested turn is pending."""
-        return [m for m in self.queue if self.members[m].awaited]
-
-    def result(self) -> dict[str, Any]:
-        """The council result: ``{task, agents: [{name, role, result}], answer?, …}``.
-
-        ``answer`` is the chair's last summary, ``decisions`` the closed decisions'
-        outcomes; ``usage`` the model usage.
-        """
-        result: dict[str, Any] = {"task": self.task, "agents": [
-            {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()]}
-        if self.chair is not None:
-            chair = self.members[self.chair].result if self.chairing.done else None
-            result["answer"] = chair.get("summary") if isinstance(chair, dict) else None
-        if self.decisions:
-            result["decisions"] = [d.summary or {"id": d.id, "outcome": None}
-                                   for d in self.decisions.values()]
-        if self.usage.total.calls:
-            result["usage"] = self.usage.to_json()
-        return result
-
-    def transcript_messages(self) -> list[Message]:
-        """Every saved message in saved order."""
-        return list(self.messages.values())
 
     # -- the fold ------------------------------------------------------------------------
 
@@ -399,36 +332,6 @@ class CouncilState(SteeringFold):
         node = event.get("nodeId", "")
         return self.rooms.get(node[5:]) if node.startswith("room:") else None
 
-    def _run_completed(self, event: RunEventDoc) -> None:
-        self.terminal = "completed"
-        self.outputs = event["payload"].get("outputs")
-        self.ended_at = event["timestamp"]
-
-    def _run_failed(self, event: RunEventDoc) -> None:
-        self.terminal = "failed"
-        self.error = event["payload"].get("error")
-        self.failed_node = event["payload"].get("failedNodeId")
-        self.ended_at = event["timestamp"]
-
-    def _run_cancelled(self, event: RunEventDoc) -> None:
-        self.terminal = "cancelled"
-        self.ended_at = event["timestamp"]
-
-    def _run_paused(self, event: RunEventDoc) -> None:
-        if self.paused is None:
-            self.paused_since_ms = parse_iso_ms(event["timestamp"])
-        self.paused = str(event["payload"].get("reason") or "")
-
-    def _run_resumed(self, event: RunEventDoc) -> None:
-        self.resumed_at = event["sequence"]
-        if event["payload"].get("reason") == "fork":
-            for turn in self.inflight.values():
-                turn.anew()
-        if self.paused is not None:
-            self.paused_total_ms += max(
-                0, parse_iso_ms(event["timestamp"]) - self.paused_since_ms)
-            self.paused = None
-
     def _provider_usage(self, event: RunEventDoc) -> None:
         self.usage.add(event)
 
@@ -440,9 +343,6 @@ class CouncilState(SteeringFold):
             error = payload.get("lastError")
             if isinstance(error, dict) and error.get("code") == STEERED:
                 current.steers += 1
-
-    def _diverged(self, event: RunEventDoc) -> None:
-        self.divergences.append(dict(event["payload"]))
 
 
 def _pause_gc(events: Iterable[RunEventDoc]) -> bool:
@@ -484,12 +384,12 @@ _HANDLERS: dict[str, Callable[[CouncilState, RunEventDoc], None]] = {
     "conversation.opened": CouncilState._opened,
     "conversation.exchanged": CouncilState._exchanged,
     "conversation.closed": CouncilState._closed,
-    "run.completed": CouncilState._run_completed,
-    "run.failed": CouncilState._run_failed,
-    "run.cancelled": CouncilState._run_cancelled,
-    "run.paused": CouncilState._run_paused,
-    "run.resumed": CouncilState._run_resumed,
-    "replay.diverged": CouncilState._diverged,
+    "run.completed": lifecycle.completed,
+    "run.failed": lifecycle.failed,
+    "run.cancelled": lifecycle.cancelled,
+    "run.paused": lifecycle.paused,
+    "run.resumed": lifecycle.resumed,
+    "replay.diverged": lifecycle.diverged,
     "provider.usage": CouncilState._provider_usage,
     "node.retried": CouncilState._node_retried,
     "node.suspended": lambda state, event: suspend(state.inflight, event),
