@@ -36,6 +36,7 @@ class _Commands:
 
 
 _commands = _Commands("wopdsl.cli._commands")
+_validate = _Commands("wopdsl.cli._validate")
 _drive = _Commands("wopdsl.cli._drive")
 _inspect = _Commands("wopdsl.cli._inspect")
 _approve = _Commands("wopdsl.cli._approve")
@@ -125,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=func)
         return cmd
 
-    cmd = add("validate", _commands.cmd_validate, "load and compile a council; print a summary")
+    cmd = add("validate", _validate.cmd_validate, "load and compile a council; print a summary")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
     _max_participants(cmd)
     cmd.add_argument("--no-cache", action="store_true",
