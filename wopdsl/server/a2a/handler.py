@@ -9,7 +9,9 @@ The SDK's JSON-RPC dispatcher reads the wire (methods, params, JSON-RPC errors, 
   the same message sent again finds the same run, never a second one;
 * with ``taskId`` the message is a turn in the run: posted as the member the run waits for
   (or the only ``human`` member; ``metadata.member`` and ``metadata.room`` choose), through
-  the same door as every turn from outside (roster, role, principal, mentions);
+  the same door as every turn from outside (roster, role, principal, mentions); posted once
+  per task and ``messageId``, whenever it is sent again (the answer is kept in the store
+  with the turn, as an ``Idempotency-Key``'s);
 * ``SendMessage`` answers once the run stops — completed, failed, canceled, or waiting for
   input (``TASK_STATE_INPUT_REQUIRED``) — or at once with ``returnImmediately``; the stream
   sends the task, a ``working`` status update per post, then the artifacts and the state it
@@ -24,6 +26,7 @@ read is not found for it. Push notifications and the extended card are not offer
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import AsyncGenerator
@@ -77,7 +80,8 @@ from wopdsl.server.access import Access
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
-from wopdsl.server.idempotency import run_id_for_key
+from wopdsl.server.idempotency import Idempotency, Keep, fingerprint, run_id_for_key
+from wopdsl.store import Answer
 
 __all__ = ["CouncilAgent"]
 
@@ -97,13 +101,16 @@ class CouncilAgent(RequestHandler):
         host: The host running its runs.
         feeds: The host's event feeds (streams follow a run through them).
         access: The host's run rules.
+        idempotency: The host's kept answers (a message is taken once per task).
     """
 
-    def __init__(self, council_id: str, host: Host, feeds: Feeds, access: Access) -> None:
+    def __init__(self, council_id: str, host: Host, feeds: Feeds, access: Access,
+                 idempotency: Idempotency) -> None:
         self.council_id = council_id
         self.host = host
         self.feeds = feeds
         self.access = access
+        self.idempotency = idempotency
 
     # -- tasks -----------------------------------------------------------------------------
 
@@ -197,23 +204,7 @@ class CouncilAgent(RequestHandler):
         if not message.message_id:
             raise InvalidParamsError(message="message.messageId is required")
         if message.task_id:
-            state = await self._state(message.task_id, context, "read")
-            if message.context_id and message.context_id != task_of(state, 0)["contextId"]:
-                raise InvalidParamsError(message=f"contextId {message.context_id} is not the "
-                                         f"context of task {message.task_id}")
-            if task_of(state, 0)["status"]["state"] in TERMINAL:
-                raise UnsupportedOperationError(message=f"task {message.task_id} has ended "
-                                                f"({state.status}); it takes no more messages")
-            metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
-            member, room, resume = speaker_turn(self.host, state, text, metadata,
-                                                self.access, principal)
-            run = await self.host.open(message.task_id)
-            before = state.last_sequence  # (the state read goes on with the run)
-            try:
-                await self.host.reply(run, room=room, member=member, resume=resume)
-            except ApiError as exc:
-                raise _a2a_error(exc) from None
-            return message.task_id, before
+            return message.task_id, await self._continue(message, text, context)
         if len(text) > _MAX_TASK:
             raise InvalidParamsError(message=f"the message's text (the task) is longer than "
                                      f"{_MAX_TASK} characters")
@@ -227,6 +218,56 @@ class CouncilAgent(RequestHandler):
         except ApiError as exc:
             raise _a2a_error(exc) from None
         return run.run_id, -1
+
+    async def _continue(self, message: Message, text: str, context: ServerCallContext) -> int:
+        """Post the message as a turn of its task, once; return the sequence before it.
+
+        A message is taken once per task and ``messageId``: its answer is kept in the
+        host's store with the turn (as an ``Idempotency-Key``'s, :mod:`wopdsl.server.
+        idempotency`), so the same message sent again, after a host restart too, posts
+        nothing; the same ``messageId`` with other content is refused.
+        """
+        task_id = message.task_id
+        principal = _principal(context)
+        metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
+
+        async def act(keep: Keep) -> tuple[int, dict[str, Any]]:
+            state = await self._state(task_id, context, "read")
+            if message.context_id and message.context_id != task_of(state, 0)["contextId"]:
+                raise InvalidParamsError(message=f"contextId {message.context_id} is not the "
+                                         f"context of task {task_id}")
+            if task_of(state, 0)["status"]["state"] in TERMINAL:
+                raise UnsupportedOperationError(message=f"task {task_id} has ended "
+                                                f"({state.status}); it takes no more messages")
+            member, room, resume = speaker_turn(self.host, state, text, metadata,
+                                                self.access, principal)
+            run = await self.host.open(task_id)
+            before = state.last_sequence  # (the state read goes on with the run)
+
+            def kept(posted: str | None, _status: str) -> Answer:
+                return keep(200, {"after": before, "messageId": posted})
+
+            try:
+                await self.host.reply(run, room=room, member=member, resume=resume,
+                                      answer=kept)
+            except ApiError as exc:
+                raise _a2a_error(exc) from None
+            return (keep.kept.status, keep.kept.body) if keep.kept else (200, {"after": before})
+
+        key = hashlib.sha256(f"{task_id}\0{message.message_id}".encode()).hexdigest()
+        meaning = {"contextId": message.context_id, "metadata": metadata,
+                   "parts": [MessageToDict(part) for part in message.parts]}
+        try:
+            _, answer, _ = await self.idempotency.run(
+                principal, f"a2a-{key}",
+                fingerprint(f"/a2a/{self.council_id}/{task_id}", principal, meaning), act)
+        except ApiError as exc:
+            if exc.code == "idempotency_key_mismatch":
+                raise InvalidParamsError(message=f"message {message.message_id} was sent to "
+                                         f"task {task_id} already, with other content; send "
+                                         "a new message with a new messageId") from None
+            raise _a2a_error(exc) from None
+        return int(answer["after"])
 
     async def _updates(self, run_id: str, after: int) -> AsyncGenerator[Event]:
         """The run's updates after sequence ``after``, until it stops (for now or for good).

@@ -1,0 +1,119 @@
+"""``wop serve --a2a``: the client's messages to a task that goes on (exactly once, paused runs).
+
+A real ``wop serve`` subprocess serves a council whose analyst asks the boss, a person, twice;
+the official A2A SDK's client answers for the boss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("a2a.client", reason="the a2a extra (wopdsl[a2a]) is not installed")
+
+from tests.a2a.a2a_client import checked, code, connect, message, rpc, send
+from tests.server.conftest import Served, start_server
+
+TWICE = """\
+[council]
+id = "desk"
+task = "Size a market."
+chair = "lead"
+
+[[rooms]]
+id = "market"
+members = ["analyst", "boss", "lead"]
+
+[[members]]
+id = "analyst"
+role = "market analyst"
+engine = "script"
+
+[[members.script]]
+summary = "asked"
+posts = [{ room = "market", text = "Which market, @boss?", mentions = ["boss"] }]
+
+[[members.script]]
+summary = "asked"
+posts = [{ room = "market", text = "Which year, @boss?", mentions = ["boss"] }]
+
+[[members.script]]
+summary = "noted"
+
+[[members]]
+id = "boss"
+role = "person"
+engine = "human"
+initial_turn = false
+
+[[members]]
+id = "lead"
+role = "lead"
+engine = "script"
+script = [{ summary = "Sized the market." }]
+"""
+
+
+def _serve(tmp_path: Path, store: Path | None = None) -> Served:
+    council = tmp_path / "desk.toml"
+    council.write_text(TWICE, encoding="utf-8")
+    return start_server(tmp_path, council, args=("--a2a",), store=store)
+
+
+def _boss_posts(task: dict[str, Any]) -> list[str]:
+    return [m["parts"][0]["text"] for m in task["history"]
+            if m.get("metadata", {}).get("from") == "boss"]
+
+
+def test_a_message_sent_again_to_a_waiting_task_is_posted_once(tmp_path: Path) -> None:
+    """Every message is taken once per task by its messageId, across a host's kill -9 too."""
+    served = _serve(tmp_path)
+
+    async def answer(url: str, text: str) -> list[dict[str, Any]]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            a2a = await connect(http, url, streaming=False)
+            try:
+                return await send(a2a, message(text, "m-2", task_id))
+            finally:
+                await a2a.close()
+
+    try:
+        started = rpc(served.url, "SendMessage", {"message": {
+            "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "Size it."}]}})
+        task_id = started["result"]["task"]["id"]
+        [first] = asyncio.run(answer(served.url, "Germany @analyst"))
+        [again] = asyncio.run(answer(served.url, "Germany @analyst"))
+    finally:
+        os.kill(served.proc.pid, signal.SIGKILL)
+        served.proc.wait(10)
+    assert first["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert first["task"]["status"]["message"]["parts"][0]["text"] == \
+        "boss is asked in room market: analyst said: Which year, @boss?"
+    assert _boss_posts(first["task"]) == ["Germany @analyst"]
+    assert again["task"]["status"] == first["task"]["status"]
+    assert _boss_posts(again["task"]) == ["Germany @analyst"]  # not posted a second time
+    restarted = _serve(tmp_path, served.store)
+    try:
+        [after] = asyncio.run(answer(restarted.url, "Germany @analyst"))
+        assert _boss_posts(after["task"]) == ["Germany @analyst"]  # the store remembers it
+        other = rpc(restarted.url, "SendMessage", {"message": {
+            "messageId": "m-2", "role": "ROLE_USER", "taskId": task_id,
+            "parts": [{"text": "France"}]}})
+        assert code(other) == -32602
+        assert other["error"]["message"] == (
+            f"message m-2 was sent to task {task_id} already, with other content; "
+            "send a new message with a new messageId")
+        done = rpc(restarted.url, "SendMessage", {"message": {
+            "messageId": "m-3", "role": "ROLE_USER", "taskId": task_id,
+            "parts": [{"text": "2030"}]}})["result"]["task"]
+    finally:
+        restarted.stop()
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert _boss_posts(done) == ["Germany @analyst", "2030"]
+    checked(served.store, task_id)
