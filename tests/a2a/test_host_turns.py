@@ -7,8 +7,12 @@ the official A2A SDK's client answers for the boss.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import signal
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,4 +120,102 @@ def test_a_message_sent_again_to_a_waiting_task_is_posted_once(tmp_path: Path) -
         restarted.stop()
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert _boss_posts(done) == ["Germany @analyst", "2030"]
+    checked(served.store, task_id)
+
+
+NOTE = """\
+[council]
+id = "note"
+task = "Draft the launch note."
+
+[models.m]
+model = "test-model"
+api_key_env = "WOPDSL_TEST_MODEL_KEY"
+retry_backoff_ms = 1
+
+[[rooms]]
+id = "studio"
+members = ["founder", "writer"]
+
+[[members]]
+id = "writer"
+role = "writer"
+engine = "llm"
+model = "m"
+
+[[members]]
+id = "founder"
+role = "founder"
+engine = "human"
+initial_turn = false
+"""
+DRAFT = {"summary": "Drafted.", "posts": [
+    {"roomId": "studio", "text": "Beta ships Friday. @founder, approve it?",
+     "mentions": ["founder"]}]}
+
+
+@pytest.fixture
+def model() -> Iterator[Any]:
+    pytest.importorskip("openai", reason="the llm extra (wopdsl[llm]) is not installed")
+    from wopdsl.testing.model_server import ScriptedModelServer
+
+    with ScriptedModelServer() as server:
+        yield server
+
+
+def _serve_note(tmp_path: Path, model: Any) -> Served:
+    council = tmp_path / "note.toml"
+    council.write_text(NOTE, encoding="utf-8")
+    return start_server(tmp_path, council, args=("--a2a",),
+                        env={"OPENAI_BASE_URL": model.url, "WOPDSL_TEST_MODEL_KEY": "sk-test"})
+
+
+def test_a_blocking_message_to_a_paused_task_is_answered_at_once(tmp_path: Path,
+                                                                model: Any) -> None:
+    """Paused, the task is answered as it is (working, runStatus paused), not when unpaused."""
+    from wopdsl.testing.model_server import Answer
+
+    release = threading.Event()
+
+    def held(_request: Any) -> Any:
+        release.wait(60)  # (a bound for the server's thread, should the test fail early)
+        return Answer(DRAFT)
+
+    model.add(held, Answer(DRAFT))
+    served = _serve_note(tmp_path, model)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # blocking: waits for the run
+            starting = pool.submit(rpc, served.url, "SendMessage", {"message": {
+                "messageId": "n-1", "role": "ROLE_USER", "parts": [{"text": "Go."}]}},
+                council="note")
+            deadline = time.monotonic() + 30
+            while not model.requests and time.monotonic() < deadline:
+                time.sleep(0.02)  # the writer's turn runs: its model call is held
+            assert model.requests
+            [listed] = rpc(served.url, "ListTasks", {}, council="note")["result"]["tasks"]
+            task_id = listed["id"]
+            status, paused, _ = served.request("POST", f"/v1/runs/{task_id}:pause", {})
+            assert (status, paused["status"]) == (202, "paused"), paused
+            started = starting.result()["result"]["task"]  # answered once the run paused
+        assert (started["id"], started["status"]["state"], started["metadata"]["runStatus"]) \
+            == (task_id, "TASK_STATE_WORKING", "paused")
+        answer = rpc(served.url, "SendMessage", {"message": {
+            "messageId": "n-2", "role": "ROLE_USER", "taskId": task_id,
+            "parts": [{"text": "Keep it short."}]}}, council="note")
+        task = answer["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_WORKING"
+        assert task["metadata"]["runStatus"] == "paused"
+        assert [(m["metadata"]["from"], m["parts"][0]["text"]) for m in task["history"][1:]] \
+            == [("founder", "Keep it short.")]
+        release.set()
+        status, resumed, _ = served.request("POST", f"/v1/runs/{task_id}:resume", {})
+        assert status == 202, resumed
+        served.wait_status(task_id, "waiting-input")
+        done = rpc(served.url, "SendMessage", {"message": {
+            "messageId": "n-3", "role": "ROLE_USER", "taskId": task_id,
+            "parts": [{"text": "Approved."}]}}, council="note")["result"]["task"]
+    finally:
+        release.set()
+        served.stop()
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     checked(served.store, task_id)

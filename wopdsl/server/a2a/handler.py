@@ -12,8 +12,9 @@ The SDK's JSON-RPC dispatcher reads the wire (methods, params, JSON-RPC errors, 
   the same door as every turn from outside (roster, role, principal, mentions); posted once
   per task and ``messageId``, whenever it is sent again (the answer is kept in the store
   with the turn, as an ``Idempotency-Key``'s);
-* ``SendMessage`` answers once the run stops — completed, failed, canceled, or waiting for
-  input (``TASK_STATE_INPUT_REQUIRED``) — or at once with ``returnImmediately``; the stream
+* ``SendMessage`` answers once the run stops — completed, failed, canceled, waiting for
+  input (``TASK_STATE_INPUT_REQUIRED``), or paused (``TASK_STATE_WORKING``, ``metadata.
+  runStatus: "paused"``) — or at once with ``returnImmediately``; the stream
   sends the task, a ``working`` status update per post, then the artifacts and the state it
   stops in;
 * ``GetTask``, ``ListTasks`` (the caller's tasks of this council), ``CancelTask`` (the run
@@ -86,7 +87,10 @@ from wopdsl.store import Answer
 __all__ = ["CouncilAgent"]
 
 _STOPPED: Final = frozenset({"completed", "failed", "cancelled", "waiting-input"})
-"""Run statuses at which a message's answer is given (the run stopped, for now or good)."""
+"""Run statuses at which a stream ends (the run stopped, for now or for good)."""
+_ANSWERED: Final = _STOPPED | {"paused"}
+"""Run statuses at which a blocking ``SendMessage`` is answered: also a paused run's (it
+waits for someone to unpause it, not for the client)."""
 _MAX_TASK: Final = 100_000
 """Most characters of a message's text taken as a run's task (as ``POST /v1/runs``)."""
 
@@ -171,7 +175,7 @@ class CouncilAgent(RequestHandler):
                                       if params.configuration.HasField("history_length")
                                       else None)
         if not params.configuration.return_immediately:
-            async for _ in self._updates(run_id, after):
+            async for _ in self._updates(run_id, after, _ANSWERED):
                 pass
         return _task(task_of(await self.host.state_of(run_id), length))
 
@@ -269,8 +273,9 @@ class CouncilAgent(RequestHandler):
             raise _a2a_error(exc) from None
         return int(answer["after"])
 
-    async def _updates(self, run_id: str, after: int) -> AsyncGenerator[Event]:
-        """The run's updates after sequence ``after``, until it stops (for now or for good).
+    async def _updates(self, run_id: str, after: int,
+                       stopped: frozenset[str] = _STOPPED) -> AsyncGenerator[Event]:
+        """The run's updates after sequence ``after``, until its status is one of ``stopped``.
 
         A post is a ``working`` update; the run stopping ends the stream with its artifacts
         and its state. A run stopped with nothing after ``after`` says so at once.
@@ -278,7 +283,7 @@ class CouncilAgent(RequestHandler):
         subscriber = self.feeds.subscribe(run_id)
         try:
             state = await self.host.state_of(run_id)
-            if state.status in _STOPPED and state.last_sequence <= after:
+            if state.status in stopped and state.last_sequence <= after:
                 for update in self._stopped(state):
                     yield update
                 return
@@ -291,7 +296,7 @@ class CouncilAgent(RequestHandler):
                     if posted is not None and posted in state.messages:
                         yield _working(state, posted)
                 # Stopped where this batch ends (a state read further on waits for its events)
-                if state.status in _STOPPED and state.last_sequence <= batch[-1].sequence:
+                if state.status in stopped and state.last_sequence <= batch[-1].sequence:
                     for update in self._stopped(state):
                         yield update
                     return
