@@ -219,3 +219,49 @@ def test_a_blocking_message_to_a_paused_task_is_answered_at_once(tmp_path: Path,
         served.stop()
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     checked(served.store, task_id)
+
+
+def test_an_llm_members_tokens_stream_as_artifact_appends(tmp_path: Path, model: Any) -> None:
+    """SendStreamingMessage: the writer's post is streamed piece by piece, then sent whole."""
+    from wopdsl.testing.model_server import Answer
+
+    text = ("Beta ships Friday: faster sync, fewer clicks, and a new onboarding tour for "
+            "teams. @founder, approve it?")
+    model.add(Answer({"summary": "Drafted.", "posts": [
+        {"roomId": "studio", "text": text, "mentions": ["founder"]}]},
+        chunks=16, chunk_delay_s=0.1))
+    served = _serve_note(tmp_path, model)
+
+    async def go() -> list[dict[str, Any]]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            a2a = await connect(http, served.url, streaming=True, council="note")
+            try:
+                return await send(a2a, message("Draft it.", "st-1"))
+            finally:
+                await a2a.close()
+
+    try:
+        events = asyncio.run(go())
+    finally:
+        served.stop()
+    assert "task" in events[0]
+    kinds = [next(iter(e)) for e in events[1:]]
+    assert kinds[-3:] == ["artifactUpdate", "statusUpdate", "statusUpdate"]
+    assert set(kinds[:-3]) == {"artifactUpdate"}
+    post = events[-2]["statusUpdate"]["status"]["message"]
+    assert events[-2]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert post["parts"] == [{"text": text}] and post["metadata"]["from"] == "writer"
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    pieces = [e["artifactUpdate"] for e in events[1:-3]]
+    assert len(pieces) >= 2  # token by token, not the post at once
+    assert [p["artifact"]["artifactId"] for p in pieces] == [post["messageId"]] * len(pieces)
+    assert [p.get("append", False) for p in pieces] == [False] + [True] * (len(pieces) - 1)
+    assert not any(p.get("lastChunk") for p in pieces)
+    assert "".join(p["artifact"]["parts"][0]["text"] for p in pieces) == text
+    assert pieces[0]["artifact"]["name"] == "post"
+    assert pieces[-1]["artifact"]["metadata"] == {"from": "writer", "room": "studio"}
+    whole = events[-3]["artifactUpdate"]
+    assert (whole.get("append", False), whole["lastChunk"]) == (False, True)
+    assert whole["artifact"]["artifactId"] == post["messageId"]
+    assert whole["artifact"]["parts"] == [{"text": text}]
+    assert whole["artifact"]["metadata"] == post["metadata"]

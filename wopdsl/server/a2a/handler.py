@@ -15,8 +15,9 @@ The SDK's JSON-RPC dispatcher reads the wire (methods, params, JSON-RPC errors, 
 * ``SendMessage`` answers once the run stops — completed, failed, canceled, waiting for
   input (``TASK_STATE_INPUT_REQUIRED``), or paused (``TASK_STATE_WORKING``, ``metadata.
   runStatus: "paused"``) — or at once with ``returnImmediately``; the stream
-  sends the task, a ``working`` status update per post, then the artifacts and the state it
-  stops in;
+  sends the task, a ``working`` status update per post — an ``llm`` member's post streamed
+  before it as artifact updates, token by token (:mod:`~wopdsl.server.a2a.tokens`) — then
+  the artifacts and the state it stops in;
 * ``GetTask``, ``ListTasks`` (the caller's tasks of this council), ``CancelTask`` (the run
   is cancelled), ``SubscribeToTask`` (the stream again, from now: after a dropped stream or
   a host restart).
@@ -28,7 +29,6 @@ read is not found for it. Push notifications and the extended card are not offer
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any, Final
@@ -50,9 +50,7 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
-    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
     A2AError,
@@ -68,15 +66,9 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from wopdsl import CouncilState
 from wopdsl.server.a2a.listing import check_history_length, list_tasks
-from wopdsl.server.a2a.tasks import (
-    TERMINAL,
-    artifacts,
-    context_of,
-    post_message,
-    status_of,
-    task_of,
-)
+from wopdsl.server.a2a.tasks import TERMINAL, task_of
 from wopdsl.server.a2a.turns import speaker_turn
+from wopdsl.server.a2a.updates import ANSWERED, Event, updates
 from wopdsl.server.access import Access
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Feeds
@@ -86,15 +78,8 @@ from wopdsl.store import Answer
 
 __all__ = ["CouncilAgent"]
 
-_STOPPED: Final = frozenset({"completed", "failed", "cancelled", "waiting-input"})
-"""Run statuses at which a stream ends (the run stopped, for now or for good)."""
-_ANSWERED: Final = _STOPPED | {"paused"}
-"""Run statuses at which a blocking ``SendMessage`` is answered: also a paused run's (it
-waits for someone to unpause it, not for the client)."""
 _MAX_TASK: Final = 100_000
 """Most characters of a message's text taken as a run's task (as ``POST /v1/runs``)."""
-
-Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
 
 class CouncilAgent(RequestHandler):
@@ -175,7 +160,7 @@ class CouncilAgent(RequestHandler):
                                       if params.configuration.HasField("history_length")
                                       else None)
         if not params.configuration.return_immediately:
-            async for _ in self._updates(run_id, after, _ANSWERED):
+            async for _ in updates(self.host, self.feeds, run_id, after, ANSWERED):
                 pass
         return _task(task_of(await self.host.state_of(run_id), length))
 
@@ -185,7 +170,7 @@ class CouncilAgent(RequestHandler):
         """``SendStreamingMessage``: start or continue the run; stream it until it stops."""
         run_id, after = await self._deliver(params.message, context)
         yield _task(task_of(await self.host.state_of(run_id), 0))
-        async for event in self._updates(run_id, after):
+        async for event in updates(self.host, self.feeds, run_id, after):
             yield event
 
     @validate_request_params
@@ -198,7 +183,7 @@ class CouncilAgent(RequestHandler):
             raise UnsupportedOperationError(message=f"task {params.id} has ended "
                                             f"({state.status}); there is nothing to follow")
         yield _task(task)
-        async for event in self._updates(params.id, state.last_sequence):
+        async for event in updates(self.host, self.feeds, params.id, state.last_sequence):
             yield event
 
     async def _deliver(self, message: Message, context: ServerCallContext) -> tuple[str, int]:
@@ -273,47 +258,6 @@ class CouncilAgent(RequestHandler):
             raise _a2a_error(exc) from None
         return int(answer["after"])
 
-    async def _updates(self, run_id: str, after: int,
-                       stopped: frozenset[str] = _STOPPED) -> AsyncGenerator[Event]:
-        """The run's updates after sequence ``after``, until its status is one of ``stopped``.
-
-        A post is a ``working`` update; the run stopping ends the stream with its artifacts
-        and its state. A run stopped with nothing after ``after`` says so at once.
-        """
-        subscriber = self.feeds.subscribe(run_id)
-        try:
-            state = await self.host.state_of(run_id)
-            if state.status in stopped and state.last_sequence <= after:
-                for update in self._stopped(state):
-                    yield update
-                return
-            async for batch in subscriber.batches(after):
-                if not batch:
-                    continue
-                state = await self.host.state_of(run_id)
-                for frame in batch:
-                    posted = _posted(json.loads(frame.data))
-                    if posted is not None and posted in state.messages:
-                        yield _working(state, posted)
-                # Stopped where this batch ends (a state read further on waits for its events)
-                if state.status in stopped and state.last_sequence <= batch[-1].sequence:
-                    for update in self._stopped(state):
-                        yield update
-                    return
-        finally:
-            subscriber.close()
-
-    def _stopped(self, state: CouncilState) -> list[Event]:
-        """The last updates of a stream: the artifacts of a completed run, then its status."""
-        context_id = context_of(state)
-        found: list[Event] = [ParseDict({"taskId": state.run_id, "contextId": context_id,
-                                         "artifact": artifact, "lastChunk": True},
-                                        TaskArtifactUpdateEvent())
-                              for artifact in artifacts(state)]
-        found.append(ParseDict({"taskId": state.run_id, "contextId": context_id,
-                                "status": status_of(state)}, TaskStatusUpdateEvent()))
-        return found
-
     async def _state(self, task_id: str, context: ServerCallContext,
                      action: Any) -> CouncilState:
         """The run of ``task_id`` if it is this council's and the caller may ``action`` it.
@@ -374,22 +318,6 @@ def _principal(context: ServerCallContext) -> str:
 def _task(task: dict[str, Any]) -> Task:
     parsed: Task = ParseDict(task, Task())
     return parsed
-
-
-def _posted(event: dict[str, Any]) -> str | None:
-    """The message id of a post an event saves (``None``: not a post)."""
-    if event.get("type") != "conversation.exchanged":
-        return None
-    turn = (event.get("payload") or {}).get("turn") or {}
-    return str(turn.get("messageId", "")) or None
-
-
-def _working(state: CouncilState, message_id: str) -> TaskStatusUpdateEvent:
-    update: TaskStatusUpdateEvent = ParseDict(
-        {"taskId": state.run_id, "contextId": context_of(state),
-         "status": {"state": "TASK_STATE_WORKING", "message": post_message(state, message_id)}},
-        TaskStatusUpdateEvent())
-    return update
 
 
 def _a2a_error(exc: ApiError) -> A2AError:
