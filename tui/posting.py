@@ -83,7 +83,7 @@ class PostingApp(App[int]):
         asked = requested and not self._turn_requested
         if asked:
             self.human = self._waiting[0]
-            room = self.fold.last_mention.get(self.human)
+            room = self.fold.asked_in(self.human)
             if room is not None:
                 self._activate_room(room)
         self._turn_requested = requested
