@@ -21,7 +21,7 @@ from typing import Any
 
 from wopdsl import CouncilState
 from wopdsl._ids import message_id
-from wopdsl.projections.streaming import streamed_posts
+from wopdsl.projections.streaming import StreamedCall, streamed_posts
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID
 
 __all__ = ["Tokens"]
@@ -30,23 +30,12 @@ Doc = dict[str, Any]
 
 
 @dataclass(slots=True)
-class _Stream:
-    """One attempt of one member's model call being streamed."""
-
-    channel: str
-    position: int
-    text: str = ""
-    sent: dict[int, str] = field(default_factory=dict)
-    """Post index -> the text sent so far."""
-
-
-@dataclass(slots=True)
 class Tokens:
     """The streamed posts of one run, as artifact updates (JSON form, see the module)."""
 
     positions: dict[str, int] = field(default_factory=dict)
     """Member -> the position of its turn in flight (its posts' ids)."""
-    streams: dict[str, _Stream] = field(default_factory=dict)
+    streams: dict[str, StreamedCall] = field(default_factory=dict)
     streamed: set[str] = field(default_factory=set)
     """Ids of the posts an artifact was opened for."""
 
@@ -86,7 +75,7 @@ class Tokens:
         channel = str(payload.get("channel", ""))
         stream = self.streams.get(member)
         if stream is None or (stream.channel, stream.position) != (channel, position):
-            stream = self.streams[member] = _Stream(channel, position)
+            stream = self.streams[member] = StreamedCall(channel, position)
         stream.text += str(payload.get("chunk") or "")
         updates: list[Doc] = []
         for index, (room, text) in enumerate(streamed_posts(stream.text) or []):
