@@ -33,10 +33,12 @@ LAYERS: dict[str, int] = {
     "projections": 3,
     "council": 4,
     "run": 4,
+    "presence": 4,
     "cli": 5,
     "jupyter": 5,
     "testing": 5,
     "server": 5,
+    "evals": 5,
     "wopdsl_tui": 5,
 }
 """DESIGN.md §2: lowest first; an import may only go down (or stay on its layer)."""
@@ -206,7 +208,7 @@ def test_no_import_cycles() -> None:
     assert found == [], "import cycles:\n" + "\n".join(found)
 
 
-FRONT_ENDS = ("cli", "jupyter", "testing", "server", "wopdsl_tui")
+FRONT_ENDS = ("cli", "jupyter", "testing", "server", "evals", "wopdsl_tui")
 
 
 def test_front_ends_use_the_public_api_not_the_engine() -> None:

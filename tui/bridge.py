@@ -36,8 +36,8 @@ __all__ = [
 _ROSTER_EVENTS: Final = frozenset({
     "run.started", "node.started", "node.completed", "node.failed", "node.cancelled",
     "conversation.exchanged", "run.completed", "run.failed", "run.cancelled",
-    "provider.usage", "output.chunk", "interrupt.requested", "interrupt.resolved",
-    "node.suspended", "node.resumed",
+    "provider.usage", "output.chunk", "node.retried", "interrupt.requested",
+    "interrupt.resolved", "node.suspended", "node.resumed",
 })
 """Event types that may change a member's state or the run's status."""
 _MAX_STREAM: Final = 1 << 20
@@ -245,8 +245,9 @@ class RunFold:
             answer = self.streams.get(node, "")
             if len(answer) < _MAX_STREAM:
                 self.streams[node] = answer + str(payload.get("chunk", ""))
-        elif kind in ("node.started", "node.completed", "node.failed", "node.cancelled"):
-            self.streams.pop(node, None)
+        elif kind in ("node.started", "node.completed", "node.failed", "node.cancelled",
+                      "node.retried"):
+            self.streams.pop(node, None)  # a stopped attempt's partial answer is dropped
 
     def _run_started(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         self.run_id = str(event.get("runId", ""))

@@ -350,19 +350,24 @@ class Council:
     def start(self, store: StoreArg = None, run_id: str | None = None, *,
               deterministic: bool = False, clock: Clock | None = None,
               max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-              metadata: dict[str, Any] | None = None, principal: str | None = None) -> Run:
+              metadata: dict[str, Any] | None = None, principal: str | None = None,
+              tags: list[str] | None = None) -> Run:
         """Start a run in the background of the running loop and return its handle at once.
 
         ``metadata`` (JSON data, e.g. what an HTTP client sent with its request) is kept in
         ``run.started`` under ``metadata.request``; ``principal`` (who started the run, e.g.
-        an HTTP host's caller, which then owns it) under ``metadata.principal``.
+        an HTTP host's caller, which then owns it) under ``metadata.principal``. ``tags``
+        (opaque strings such as ``"eval=board-vs-solo"``) go where the HTTP host keeps a
+        request's tags (``metadata.request.runOptions.tags``): ``run.tags`` reads them and
+        ``wop runs --tag`` filters by them.
 
         Raises:
             ValidationError: ``metadata`` is not JSON every reader of the log can serve
-                (nested past 32 levels, an integer beyond 64 bits, over 256 KiB).
+                (nested past 32 levels, an integer beyond 64 bits, over 256 KiB), or a tag
+                is not 1-256 characters.
         """
         run = self._prepare(store, run_id, deterministic, clock, max_participants, metadata,
-                            principal)
+                            principal, tags)
         run._begin(start=True)
         return run
 
@@ -415,8 +420,11 @@ class Council:
 
     def _prepare(self, store: StoreArg, run_id: str | None, deterministic: bool = False,
                  clock: Clock | None = None, max_participants: int = DEFAULT_MAX_PARTICIPANTS,
-                 metadata: dict[str, Any] | None = None, principal: str | None = None) -> Run:
+                 metadata: dict[str, Any] | None = None, principal: str | None = None,
+                 tags: list[str] | None = None) -> Run:
         """A new run's handle, not started yet (it reads the store: no event loop needed)."""
+        if tags:
+            metadata = with_tags(metadata, tags)
         if metadata:
             problem = json_problem(metadata, max_bytes=MAX_METADATA_BYTES)
             if problem is not None:
@@ -443,6 +451,30 @@ class Council:
 
     def __repr__(self) -> str:
         return f"Council({self._settings.get('id')!r})"
+
+
+MAX_TAGS = 100
+"""Most tags a run may carry (the HTTP host's bound, v2 runs.md §Run options)."""
+
+
+def with_tags(metadata: dict[str, Any] | None, tags: list[str]) -> dict[str, Any]:
+    """``metadata`` with ``tags`` added under ``runOptions.tags`` (where the host keeps them).
+
+    Raises:
+        ValidationError: more than 100 tags, or one that is not 1-256 characters.
+    """
+    if len(tags) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags, got {len(tags)}",
+                              hint="tag a run with what filters it: eval, arm, case …")
+    for index, tag in enumerate(tags):
+        if not isinstance(tag, str) or not 1 <= len(tag) <= 256:
+            raise ValidationError(f"tags[{index}] must be a string of 1-256 characters",
+                                  hint='e.g. tags=["eval=board-vs-solo", "arm=board"]')
+    data = dict(metadata or {})
+    options = dict(data.get("runOptions") or {})
+    options["tags"] = [*options.get("tags", []), *tags]
+    data["runOptions"] = options
+    return data
 
 
 def load(path: str | os.PathLike[str]) -> Council:

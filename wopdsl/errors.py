@@ -157,14 +157,15 @@ class DeclarationError(WopError, ValueError):
 
     code = "DECLARATION_INVALID"
 
-    def __init__(self, problems: list[Problem] | Problem | str, *, hint: str = "") -> None:
+    def __init__(self, problems: list[Problem] | Problem | str, *, hint: str = "",
+                 subject: str = "council declaration") -> None:
         if isinstance(problems, str):
             problems = [Problem(problems, hint=hint)]
         elif isinstance(problems, Problem):
             problems = [problems]
         self.problems: list[Problem] = list(problems)
         count = len(self.problems)
-        head = "invalid council declaration" + (f" ({count} problems)" if count > 1 else "")
+        head = f"invalid {subject}" + (f" ({count} problems)" if count > 1 else "")
         super().__init__(head + ":\n" + "\n".join("  " + p.render() for p in self.problems))
 
 

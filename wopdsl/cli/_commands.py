@@ -24,7 +24,7 @@ from wopdsl.cli._output import (
 from wopdsl.cli._targets import Context, import_council, load_council
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
-from wopdsl.state import TERMINAL_EVENTS, status_of_event
+from wopdsl.state import TERMINAL_EVENTS, status_of_event, tags_of
 
 TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
 """What ``wop tui`` says when Textual or the TUI package is missing."""
@@ -178,7 +178,11 @@ def cmd_rooms(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop runs``: every run in the store with its council, status and event count."""
+    """``wop runs``: every run in the store with its council, status and event count.
+
+    ``--tag TAG`` (repeatable; ``--eval``, ``--arm``, ``--case`` and ``--repeat`` are
+    shorthands for ``--tag eval=ID`` …) keeps the runs that carry every tag given.
+    """
     try:
         store = ctx.store(create=False, read_only=True)
     except RunNotFound:
@@ -186,36 +190,48 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
         infos = []
     else:
         infos = store.runs()
+    wanted = wanted_tags(args)
     rows: list[dict[str, Any]] = []
     for info in infos:
+        events = store.read(info.run_id)
+        metadata = events[0]["payload"].get("metadata") if events else None
+        tags = tags_of(metadata) if isinstance(metadata, dict) else []
+        if not wanted <= set(tags):
+            continue
         status = status_of_event(info.last_type)
         if status is None:
-            status = CouncilState.fold(store.read(info.run_id)).status
+            status = CouncilState.fold(events).status
         row = {"runId": info.run_id, "council": info.workflow_id, "status": status,
                "events": info.last_sequence + 1, "startedAt": info.started_at}
         driven = store.driven(info.run_id) if status == "running" else None
         if driven is not None:  # Whether a process drives it (claims); None: can't tell.
             row["driven"] = driven
-        usage = run_usage(store, info.run_id)
+        usage = run_usage(events)
         if usage is not None:
             row["usage"] = usage
+        if tags:
+            row["tags"] = tags
         rows.append(row)
     if args.json:
         print_json(rows, ctx.out)
         return EXIT_OK
     if not rows:
-        print(f"no runs in {ctx.store_shown}", file=ctx.out, flush=True)
+        which = f" tagged {', '.join(sorted(wanted))}" if wanted else ""
+        print(f"no runs{which} in {ctx.store_shown}", file=ctx.out, flush=True)
         return EXIT_OK
     stopped = [r["runId"] for r in rows if r.get("driven") is False]
-    table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST", "STARTED")] + [
+    tagged = any("tags" in r for r in rows)
+    table: list[tuple[str, ...]] = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST",
+                                     "STARTED", *(("TAGS",) if tagged else ()))] + [
         (r["runId"], r["council"], "interrupted" if r.get("driven") is False else r["status"],
-         str(r["events"]), *usage_cells(r.get("usage")), r["startedAt"]) for r in rows
+         str(r["events"]), *usage_cells(r.get("usage")), r["startedAt"],
+         *((" ".join(r.get("tags", [])),) if tagged else ())) for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(6)]
-    for row in table:
-        cells = [row[i].ljust(widths[i]) if i < 3 else row[i].rjust(widths[i])
+    widths = [max(len(line[i]) for line in table) for i in range(6)]
+    for line in table:
+        cells = [line[i].ljust(widths[i]) if i < 3 else line[i].rjust(widths[i])
                  for i in range(6)]
-        print("  ".join([*cells, row[6]]), file=ctx.out)
+        print("  ".join([*cells, *line[6:]]), file=ctx.out)
     for run_id in stopped:
         print(f"interrupted: no process drives run {run_id} (it stopped mid-run); continue it "
               f"with `{resume_hint(run_id, ctx.store_flag)}`", file=ctx.out)
@@ -223,10 +239,20 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_usage(store: Any, run_id: str) -> dict[str, Any] | None:
+def wanted_tags(args: argparse.Namespace) -> set[str]:
+    """The tags ``wop runs`` filters by: ``--tag`` and the eval shorthands."""
+    wanted = set(args.tag or ())
+    for key in ("eval", "arm", "case", "repeat"):
+        value = getattr(args, key, None)
+        if value is not None:
+            wanted.add(f"{key}={value}")
+    return wanted
+
+
+def run_usage(events: list[RunEventDoc]) -> dict[str, Any] | None:
     """The run's model usage total (``provider.usage`` events summed), if any."""
     total: dict[str, Any] | None = None
-    for event in store.read(run_id):
+    for event in events:
         if event["type"] != "provider.usage":
             continue
         payload = event["payload"]
@@ -374,6 +400,9 @@ def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"store": ctx.store_arg}
     if args.max_participants is not None:
         options["max_participants"] = args.max_participants
-    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None).
+    if getattr(args, "as_", None):
+        options["as_"] = args.as_
+    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None,
+    # as_=None).
     result = tui.run_app(args.target, **options)
     return int(result or 0)

@@ -10,6 +10,7 @@ from typing import Any
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
 from wopdsl.cli._capabilities import add_capabilities
+from wopdsl.cli._eval_parser import add_eval
 from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
@@ -39,6 +40,7 @@ _drive = _Commands("wopdsl.cli._drive")
 _inspect = _Commands("wopdsl.cli._inspect")
 _approve = _Commands("wopdsl.cli._approve")
 _deliberation = _Commands("wopdsl.cli._deliberation")
+_eval = _Commands("wopdsl.cli._eval")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -158,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--close", action="store_true",
                      help="close the room's conversation (RFC 0005 §E close)")
     cmd.add_argument("--outcome", metavar="JSON", help="with --close: the conversation's outcome")
+    cmd.add_argument("--steer", action="store_true",
+                     help="interrupt: the members TEXT mentions (else the room's members) stop "
+                          "their running turns and take them again with this post")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member to post as (when there are several)")
     cmd.add_argument("--council", metavar="FILE",
@@ -217,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--out", required=True, metavar="DIR")
 
     cmd = add("runs", _commands.cmd_runs, "list the runs in the store")
+    cmd.add_argument("--tag", action="append", metavar="TAG",
+                     help="only runs with this tag (repeat for several: all must match)")
+    for key, what in (("eval", "an eval's runs (wop eval): --tag eval=ID"),
+                      ("arm", "an eval arm's runs: --tag arm=ARM"),
+                      ("case", "an eval case's runs: --tag case=CASE"),
+                      ("repeat", "an eval repeat's runs: --tag repeat=N")):
+        cmd.add_argument(f"--{key}", metavar=key.upper(), help=f"only {what}")
     _json_flag(cmd, "print the runs as a JSON list")
 
     cmd = add("export", _commands.cmd_export, "write a decorator council as a TOML file")
@@ -261,8 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human member you post as (several people may share a run)")
 
     add_serve(sub, common, _at_least)
+    add_eval(sub, common, _at_least, _eval.cmd_eval)
     add_capabilities(sub, common, _at_least)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")

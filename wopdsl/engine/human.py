@@ -64,7 +64,7 @@ class HumanDoor(Asks):
         if turn.text:
             ask = self._asked(turn.room, turn.mentions)  # an agent's question it answers
             self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
-                           human=turn.role == "user", ts=turn.ts)
+                           human=turn.role == "user", ts=turn.ts, steer=turn.steer)
             if ask is not None:
                 self._answer_ask(ask, mid, turn.resume_value)
         self._request_waits()

@@ -157,8 +157,9 @@ def post_turn(
     index: int,
     room_id: str,
     model: dict[str, str] | None = None,
+    steer: bool = False,
 ) -> dict[str, Any]:
-    """The conversation turn of an accepted post.
+    """The conversation turn of an accepted post (``steer``: a person's steering post).
 
     An agent turn is ``from`` its member with ``speakerId: host:<member>`` (RFC 0101); a human
     turn is ``from`` the literal ``"user"`` and keeps ``speakerId`` so people stay distinct.
@@ -176,6 +177,8 @@ def post_turn(
     }
     if not human and model is not None:
         turn["agent"] = {"model": dict(model)}
+    if steer:
+        turn["content"]["steer"] = True
     return turn
 
 

@@ -28,6 +28,7 @@ from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse, run_not_found
 from wopdsl.server.logs import throttle
 from wopdsl.server.page import page_routes
+from wopdsl.server.presence import PresenceApi, presence_routes
 from wopdsl.server.routes import Api
 from wopdsl.server.sites import AllowedHosts, SiteGuard
 from wopdsl.server.v2 import V2Api, VersionNegotiation
@@ -87,11 +88,14 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         stand_in = StandIn()
         loaded += fixture_councils(stand_in)
     host = Host(st, loaded, limits)
-    if conformance:
-        host.fixtures = frozenset(FIXTURES)
-        extra = MultiPartySeam(host).routes()
     feeds = Feeds(st, limits)
     api = Api(host, feeds, tokens)
+    presence = PresenceApi(api)
+    if conformance:
+        from wopdsl.server.conformance.presence_seam import PresenceSeam
+
+        host.fixtures = frozenset(FIXTURES)
+        extra = [*MultiPartySeam(host).routes(), *PresenceSeam(host, presence).routes()]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -103,6 +107,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         try:
             yield
         finally:
+            await presence.close()
             await feeds.close()
             await host.stop()
             if stand_in is not None:
@@ -113,14 +118,16 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
 
         extra += a2a_routes(host, feeds, api.access, limits, api.idempotency)
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api), *extra,
-                        *AguiApi(api).routes(), *page_routes()]]
+              for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api),
+                        *presence_routes(presence), *extra, *AguiApi(api).routes(),
+                        *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error})
     app.state.host = host
     app.state.api = api
+    app.state.presence = presence
     app.add_middleware(BearerAuth, tokens=tokens)
     app.add_middleware(SiteGuard, hosts=AllowedHosts(allowed_hosts))  # Before any route.
     app.add_middleware(VersionNegotiation)  # Outermost: the contract before anything else.

@@ -144,7 +144,8 @@ def check_mentions(state: CouncilState, room: str, resume: dict[str, Any]) -> No
     requested past its ``max_turns`` fails the run with ``TEAM_TURN_LIMIT``, a scripted one
     past its script's end with ``SCRIPT_EXHAUSTED``. Whoever may post must not be able to
     end the run that way: such a post is refused (422 ``member_turns_exhausted``) and
-    nothing is appended.
+    nothing is appended. A steer's mention of a member running a turn adds none: the
+    stopped turn runs again (docs/guides/steering.md).
     """
     if resume.get("operation", "exchange") != "exchange":
         return  # A closing turn requests nobody.
@@ -157,10 +158,14 @@ def check_mentions(state: CouncilState, room: str, resume: dict[str, Any]) -> No
     else:
         return  # The door (wopdsl's intake) refuses a malformed turn with its reason.
     scripts = {m.get("id"): m.get("script") for m in state.council.get("members", [])}
+    steer = isinstance(content, dict) and content.get("steer") is True
     for target in dict.fromkeys(m for m in mentions if isinstance(m, str)):
         member = state.members.get(target)
         if member is None or target in state.queue:
             continue  # Unknown: the door says so. Queued: the mention adds no turn.
+        running = state.inflight.get(target)
+        if steer and running is not None and running.suspended is None:
+            continue  # A steer runs the stopped turn again: no turn is added.
         needed = member.turns + (target in state.inflight) + 1
         script = scripts.get(target)
         if member.engine == "script" and isinstance(script, list) and needed > len(script):

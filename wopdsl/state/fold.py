@@ -13,7 +13,6 @@ from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import ASK_PREFIX, MEMBER_TYPE_ID, turn_sender
 from wopdsl.state.asks import AskState
-from wopdsl.state.deliberation import DeliberationFold
 from wopdsl.state.records import (
     Chair,
     DecisionState,
@@ -22,6 +21,7 @@ from wopdsl.state.records import (
     RoomState,
     RunStatus,
 )
+from wopdsl.state.steering import STEERED, SteeringFold, is_steer
 from wopdsl.state.tools import ToolState, suspend
 from wopdsl.state.usage import RunUsage
 
@@ -35,7 +35,7 @@ _GC_PAUSE_EVENTS: Final = 1_000
 
 
 @dataclass(slots=True)
-class CouncilState(DeliberationFold):
+class CouncilState(SteeringFold):
     """Everything a council run's events say, folded in sequence order.
 
     ``apply`` is O(1) per event (plus the mentions of a post), so folding a log is linear.
@@ -97,6 +97,8 @@ class CouncilState(DeliberationFold):
     """The chair and its last turn (``[council] chair``)."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Member → alias in anonymous rooms (``run.started.metadata.aliases``)."""
+    steering: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Steering post id → the members whose turns in flight it stopped (steering.md)."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -238,9 +240,16 @@ class CouncilState(DeliberationFold):
         member = payload["nodeId"]
         current = self.inflight.get(member)
         if current is not None:
-            # A retry of an interrupted turn: same position, same triggers, next attempt.
+            # A retry of an interrupted turn: same position, next attempt; its triggers are
+            # the first attempt's plus any steering post that stopped an attempt.
             current.restart(payload.get("attempt", current.attempt + 1), event["timestamp"],
                             self.paused_total_ms)
+            for trigger in payload.get("triggers", ()):
+                if trigger not in current.triggers:
+                    current.triggers.append(trigger)
+            if current.steered in current.triggers and \
+                    current.steered in payload.get("triggers", ()):
+                current.steered = None  # Restarted with the post in front of it.
             return
         position = payload["position"]
         self.queue.pop(member, None)
@@ -317,9 +326,10 @@ class CouncilState(DeliberationFold):
         system = turn.get("role") == "system"
         if system and isinstance(turn.get("content"), dict):
             self._system_turn(room, turn["content"], event["sequence"])
-        self._add_message(room, turn, queue=not system)
+        self._add_message(room, turn, queue=not system, steer=is_steer(turn))
 
-    def _add_message(self, room: RoomState, turn: dict[str, Any], *, queue: bool) -> None:
+    def _add_message(self, room: RoomState, turn: dict[str, Any], *, queue: bool,
+                     steer: bool = False) -> None:
         content = turn.get("content") or {}
         if not isinstance(content, dict):
             content = {"text": str(content)}
@@ -342,6 +352,9 @@ class CouncilState(DeliberationFold):
                 sender is not None and sender.awaited else None
             if ask is not None:  # The post is the asking member's input, not a request.
                 mentions = [m for m in mentions if m != ask.member]
+        if queue and steer:
+            self._steer(room, message.sender, message_id, mentions)
+        elif queue and mentions:
             self._request(room, message.sender, message_id, mentions)
 
     def _closed(self, event: RunEventDoc) -> None:
@@ -420,9 +433,13 @@ class CouncilState(DeliberationFold):
         self.usage.add(event)
 
     def _node_retried(self, event: RunEventDoc) -> None:
-        current = self.inflight.get(event["payload"].get("nodeId", ""))
+        payload = event["payload"]
+        current = self.inflight.get(payload.get("nodeId", ""))
         if current is not None:
             current.retried = True
+            error = payload.get("lastError")
+            if isinstance(error, dict) and error.get("code") == STEERED:
+                current.steers += 1
 
     def _diverged(self, event: RunEventDoc) -> None:
         self.divergences.append(dict(event["payload"]))

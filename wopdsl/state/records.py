@@ -25,6 +25,7 @@ __all__ = [
     "RunStatus",
     "VoteRecord",
     "status_of_event",
+    "tags_of",
 ]
 
 
@@ -47,6 +48,17 @@ TERMINAL_EVENTS: Final[dict[str, RunStatus]] = {
 def status_of_event(event_type: str) -> RunStatus | None:
     """Return the terminal status an event of ``event_type`` puts a run in, else ``None``."""
     return TERMINAL_EVENTS.get(event_type)
+
+
+def tags_of(metadata: dict[str, Any]) -> list[str]:
+    """The run's tags, from its ``run.started`` metadata (``request.runOptions.tags``).
+
+    Where the HTTP host keeps a request's tags, and ``Council.start(tags=…)`` puts them.
+    """
+    request = metadata.get("request")
+    options = request.get("runOptions") if isinstance(request, dict) else None
+    tags = options.get("tags") if isinstance(options, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
 @dataclass(slots=True)
@@ -97,6 +109,12 @@ class Inflight:
     because a run stopped in the middle of it."""
     since: int = -1
     """The sequence of the turn's first ``node.started`` (a round counts turns begun in it)."""
+    steered: str | None = None
+    """The steering post that stopped this attempt (docs/guides/steering.md): the attempt is
+    to end with ``node.retried`` (``STEERED``), its outcome discarded, until a restart that
+    carries the post in its triggers."""
+    steers: int = 0
+    """How many attempts of this turn a steer stopped (they do not count against ``retries``)."""
     began: str = ""
     """When the turn's clock started: its first ``node.started`` (a fork's, for a turn the
     fork cut off)."""
