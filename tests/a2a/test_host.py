@@ -11,11 +11,8 @@ JSON-RPC error codes.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ import pytest
 
 pytest.importorskip("a2a.client", reason="the a2a extra (wopdsl[a2a]) is not installed")
 
+from tests.a2a.a2a_client import agent_url, checked, code, connect, message, rpc, send
 from tests.server.conftest import ALICE, BOB, Served, start_server
 
 DESK = Path(__file__).resolve().parents[2] / "examples" / "a2a-desk.toml"
@@ -39,67 +37,11 @@ def host(tmp_path: Path) -> Iterator[Served]:
     served.stop()
 
 
-def _agent(url: str) -> str:
-    return f"{url}/a2a/desk"
-
-
-async def _client(http: httpx.AsyncClient, url: str, *, streaming: bool) -> Any:
-    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-
-    card = await A2ACardResolver(http, _agent(url)).get_agent_card()
-    return ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
-
-
-def _message(text: str, message_id: str, task_id: str = "", **extra: Any) -> Any:
-    from a2a.types import Message
-    from google.protobuf.json_format import ParseDict
-
-    doc = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}], **extra}
-    if task_id:
-        doc["taskId"] = task_id
-    return ParseDict(doc, Message())
-
-
-async def _send(client: Any, message: Any) -> list[dict[str, Any]]:
-    """Send ``message``; every response of the agent (JSON form)."""
-    from a2a.types import SendMessageRequest
-    from google.protobuf.json_format import MessageToDict
-
-    return [MessageToDict(r) async for r in client.send_message(
-        SendMessageRequest(message=message))]
-
-
-def _rpc(url: str, method: str, params: Any, *, token: str | None = None,
-         raw: bytes | None = None) -> dict[str, Any]:
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    body = raw if raw is not None else json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-    response = httpx.post(_agent(url), content=body, headers=headers, timeout=30)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
-
-
-def _code(answer: dict[str, Any]) -> int:
-    assert "error" in answer, answer
-    return int(answer["error"]["code"])
-
-
-def _checked(store: Path, run_id: str) -> None:
-    for extra in ([], ["--v2"]):
-        done = subprocess.run([sys.executable, "-m", "wopdsl", "--store", str(store), "check",
-                               *extra, run_id], capture_output=True, text=True, timeout=120,
-                              check=False)
-        assert done.returncode == 0, (extra, done.stdout, done.stderr)
-
-
 def test_the_agent_card_says_what_is_served(host: Served) -> None:
     for path in ("/a2a/desk/.well-known/agent-card.json", "/.well-known/agent-card.json"):
         card = httpx.get(host.url + path, timeout=10).json()
         assert card["name"] == "desk"
-        assert card["supportedInterfaces"] == [{"url": _agent(host.url),
+        assert card["supportedInterfaces"] == [{"url": agent_url(host.url),
                                                 "protocolBinding": "JSONRPC",
                                                 "protocolVersion": "1.0"}]
         assert card["capabilities"] == {"streaming": True, "pushNotifications": False,
@@ -118,11 +60,11 @@ def test_a_client_convenes_the_council_with_a_human_turn_in_the_middle(host: Ser
         from google.protobuf.json_format import MessageToDict
 
         async with httpx.AsyncClient(timeout=30) as http:
-            client = await _client(http, host.url, streaming=False)
-            first = await _send(client, _message("Size the EU heat-pump market.", "m-1",
+            client = await connect(http, host.url, streaming=False)
+            first = await send(client, message("Size the EU heat-pump market.", "m-1",
                                                  contextId="ctx-7"))
             task_id = first[0]["task"]["id"]
-            second = await _send(client, _message("Germany", "m-2", task_id))
+            second = await send(client, message("Germany", "m-2", task_id))
             task = MessageToDict(await client.get_task(GetTaskRequest(id=task_id)))
             await client.close()
             return first, second, task
@@ -146,15 +88,15 @@ def test_a_client_convenes_the_council_with_a_human_turn_in_the_middle(host: Ser
         ("ROLE_USER", "Germany"),
         ("ROLE_AGENT", "Every decision is closed: the chair has the last word.")]
     assert task["history"][0]["messageId"] == "m-1"
-    _checked(host.store, task["id"])
+    checked(host.store, task["id"])
 
 
 def test_streaming_sends_each_post_and_the_state_it_stops_in(host: Served) -> None:
     async def go() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with httpx.AsyncClient(timeout=30) as http:
-            client = await _client(http, host.url, streaming=True)
-            first = await _send(client, _message("Size it.", "s-1"))
-            second = await _send(client, _message("Spain", "s-2",
+            client = await connect(http, host.url, streaming=True)
+            first = await send(client, message("Size it.", "s-1"))
+            second = await send(client, message("Spain", "s-2",
                                                   first[0]["task"]["id"]))
             await client.close()
             return first, second
@@ -180,10 +122,10 @@ def test_streaming_sends_each_post_and_the_state_it_stops_in(host: Served) -> No
 def test_the_same_message_sent_again_finds_the_same_task(host: Served) -> None:
     params = {"message": {"messageId": "again-1", "role": "ROLE_USER",
                           "parts": [{"text": "Size it."}]}}
-    first = _rpc(host.url, "SendMessage", params)["result"]["task"]
-    second = _rpc(host.url, "SendMessage", params)["result"]["task"]
+    first = rpc(host.url, "SendMessage", params)["result"]["task"]
+    second = rpc(host.url, "SendMessage", params)["result"]["task"]
     assert first["id"] == second["id"]
-    listed = _rpc(host.url, "ListTasks", {})["result"]
+    listed = rpc(host.url, "ListTasks", {})["result"]
     assert listed["totalSize"] == 1 and listed["pageSize"] == 1
 
 
@@ -192,61 +134,61 @@ def test_tasks_get_cancel_list_and_the_json_rpc_errors(host: Served) -> None:
     def send(text: str, message_id: str, **extra: Any) -> dict[str, Any]:
         message = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}],
                    **extra}
-        answer = _rpc(host.url, "SendMessage", {"message": message})
+        answer = rpc(host.url, "SendMessage", {"message": message})
         assert "result" in answer, answer
         return dict(answer["result"]["task"])
 
     first = send("First task.", "t-1", contextId="ctx-a")
     second = send("Second task.", "t-2", contextId="ctx-b")
     task_id = first["id"]
-    got = _rpc(host.url, "GetTask", {"id": task_id, "historyLength": 1})["result"]
+    got = rpc(host.url, "GetTask", {"id": task_id, "historyLength": 1})["result"]
     assert got["id"] == task_id and len(got["history"]) == 1
     assert got["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert got["status"]["timestamp"]
-    assert _code(_rpc(host.url, "GetTask", {"id": task_id, "historyLength": -1})) == -32602
-    assert _code(_rpc(host.url, "GetTask", {"id": "no-such-task"})) == -32001
-    assert _code(_rpc(host.url, "CancelTask", {"id": "no-such-task"})) == -32001
-    listed = _rpc(host.url, "ListTasks", {})["result"]
+    assert code(rpc(host.url, "GetTask", {"id": task_id, "historyLength": -1})) == -32602
+    assert code(rpc(host.url, "GetTask", {"id": "no-such-task"})) == -32001
+    assert code(rpc(host.url, "CancelTask", {"id": "no-such-task"})) == -32001
+    listed = rpc(host.url, "ListTasks", {})["result"]
     assert [t["id"] for t in listed["tasks"]] == [second["id"], task_id]  # newest first
     assert "artifacts" not in listed["tasks"][0]
-    only = _rpc(host.url, "ListTasks", {"contextId": "ctx-a"})["result"]
+    only = rpc(host.url, "ListTasks", {"contextId": "ctx-a"})["result"]
     assert [t["id"] for t in only["tasks"]] == [task_id]
-    paged = _rpc(host.url, "ListTasks", {"pageSize": 1})["result"]
+    paged = rpc(host.url, "ListTasks", {"pageSize": 1})["result"]
     assert paged["totalSize"] == 2 and len(paged["tasks"]) == 1 and paged["nextPageToken"]
-    rest = _rpc(host.url, "ListTasks", {"pageSize": 1, "pageToken": paged["nextPageToken"]})
+    rest = rpc(host.url, "ListTasks", {"pageSize": 1, "pageToken": paged["nextPageToken"]})
     assert [t["id"] for t in rest["result"]["tasks"]] == [task_id]
     assert rest["result"]["nextPageToken"] == ""
     for bad in ({"pageSize": 0}, {"pageSize": 101}, {"pageToken": "nope"},
                 {"historyLength": -2}):
-        assert _code(_rpc(host.url, "ListTasks", bad)) == -32602, bad
-    canceled = _rpc(host.url, "CancelTask", {"id": task_id})["result"]
+        assert code(rpc(host.url, "ListTasks", bad)) == -32602, bad
+    canceled = rpc(host.url, "CancelTask", {"id": task_id})["result"]
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
-    assert _code(_rpc(host.url, "CancelTask", {"id": task_id})) == -32002
+    assert code(rpc(host.url, "CancelTask", {"id": task_id})) == -32002
     late = {"message": {"messageId": "t-3", "role": "ROLE_USER", "taskId": task_id,
                         "parts": [{"text": "too late"}]}}
-    assert _code(_rpc(host.url, "SendMessage", late)) == -32004
+    assert code(rpc(host.url, "SendMessage", late)) == -32004
     wrong = {"message": {"messageId": "t-4", "role": "ROLE_USER", "taskId": second["id"],
                          "contextId": "ctx-a", "parts": [{"text": "x"}]}}
-    assert _code(_rpc(host.url, "SendMessage", wrong)) == -32602
-    assert _code(_rpc(host.url, "SubscribeToTask", {"id": task_id})) == -32004
-    assert _code(_rpc(host.url, "SendMessage", {"message": {"kind": "message"}})) == -32602
-    assert _code(_rpc(host.url, "CreateTaskPushNotificationConfig",
+    assert code(rpc(host.url, "SendMessage", wrong)) == -32602
+    assert code(rpc(host.url, "SubscribeToTask", {"id": task_id})) == -32004
+    assert code(rpc(host.url, "SendMessage", {"message": {"kind": "message"}})) == -32602
+    assert code(rpc(host.url, "CreateTaskPushNotificationConfig",
                       {"taskId": task_id, "url": "https://example.com/hook"})) == -32003
-    assert _code(_rpc(host.url, "GetExtendedAgentCard", {})) == -32007
-    assert _code(_rpc(host.url, "NoSuchMethod", {})) == -32601
-    assert _code(_rpc(host.url, "", None, raw=b"{not json")) == -32700
-    assert _code(_rpc(host.url, "", None, raw=b'{"jsonrpc": "1.0", "id": 1, '
+    assert code(rpc(host.url, "GetExtendedAgentCard", {})) == -32007
+    assert code(rpc(host.url, "NoSuchMethod", {})) == -32601
+    assert code(rpc(host.url, "", None, raw=b"{not json")) == -32700
+    assert code(rpc(host.url, "", None, raw=b'{"jsonrpc": "1.0", "id": 1, '
                                               b'"method": "GetTask"}')) == -32600
     # A2A 0.3 method names are served too (the SDK's 0.3 adapter).
-    old = _rpc(host.url, "tasks/get", {"id": second["id"]})["result"]
+    old = rpc(host.url, "tasks/get", {"id": second["id"]})["result"]
     assert old["id"] == second["id"] and old["status"]["state"] == "input-required"
-    _checked(host.store, task_id)
+    checked(host.store, task_id)
 
 
 def test_a_body_over_the_hosts_bound_is_a_json_rpc_error(tmp_path: Path) -> None:
     served = start_server(tmp_path, DESK, args=("--a2a", "--max-body-bytes", "512"))
     try:
-        answer = _rpc(served.url, "SendMessage", {"message": {
+        answer = rpc(served.url, "SendMessage", {"message": {
             "messageId": "big", "role": "ROLE_USER", "parts": [{"text": "x" * 4096}]}})
     finally:
         served.stop()
@@ -265,17 +207,17 @@ def test_tokens_guard_the_agent_and_its_tasks(tmp_path: Path) -> None:
             "scheme": "Bearer", "description": "a token of the host (wop serve --tokens)"}}}
         params = {"message": {"messageId": "tok-1", "role": "ROLE_USER",
                               "parts": [{"text": "Size it."}]}}
-        refused = httpx.post(_agent(served.url), json={"jsonrpc": "2.0", "id": 1,
+        refused = httpx.post(agent_url(served.url), json={"jsonrpc": "2.0", "id": 1,
                                                        "method": "SendMessage",
                                                        "params": params}, timeout=10)
         assert refused.status_code == 401
-        task = _rpc(served.url, "SendMessage", params, token=ALICE)["result"]["task"]
-        assert _code(_rpc(served.url, "GetTask", {"id": task["id"]}, token=BOB)) == -32001
-        assert _code(_rpc(served.url, "CancelTask", {"id": task["id"]}, token=BOB)) == -32001
-        assert _rpc(served.url, "ListTasks", {}, token=BOB)["result"]["tasks"] == []
+        task = rpc(served.url, "SendMessage", params, token=ALICE)["result"]["task"]
+        assert code(rpc(served.url, "GetTask", {"id": task["id"]}, token=BOB)) == -32001
+        assert code(rpc(served.url, "CancelTask", {"id": task["id"]}, token=BOB)) == -32001
+        assert rpc(served.url, "ListTasks", {}, token=BOB)["result"]["tasks"] == []
         answer = {"message": {"messageId": "tok-2", "role": "ROLE_USER",
                               "taskId": task["id"], "parts": [{"text": "hijack"}]}}
-        assert _code(_rpc(served.url, "SendMessage", answer, token=BOB)) == -32001
+        assert code(rpc(served.url, "SendMessage", answer, token=BOB)) == -32001
         events = httpx.get(f"{served.url}/v1/runs/{task['id']}/events",
                            headers={"Authorization": f"Bearer {ALICE}"}, timeout=10).json()
         assert events["events"][0]["payload"]["metadata"]["principal"] == "alice"
@@ -287,7 +229,7 @@ def test_tokens_guard_the_agent_and_its_tasks(tmp_path: Path) -> None:
 def test_a_task_outlives_a_killed_host_and_completes_after_restart(tmp_path: Path) -> None:
     """kill -9 of `wop serve` while the task waits; the restarted host answers for it."""
     served = start_server(tmp_path, DESK, args=("--a2a",))
-    task = _rpc(served.url, "SendMessage", {"message": {
+    task = rpc(served.url, "SendMessage", {"message": {
         "messageId": "k-1", "role": "ROLE_USER", "parts": [{"text": "Size it."}]}})
     task_id = task["result"]["task"]["id"]
     os.kill(served.proc.pid, signal.SIGKILL)
@@ -299,10 +241,10 @@ def test_a_task_outlives_a_killed_host_and_completes_after_restart(tmp_path: Pat
         from google.protobuf.json_format import MessageToDict
 
         async with httpx.AsyncClient(timeout=30) as http:
-            client = await _client(http, again.url, streaming=True)
+            client = await connect(http, again.url, streaming=True)
             followed = [MessageToDict(e) async for e in client.subscribe(
                 SubscribeToTaskRequest(id=task_id))]
-            done = await _send(client, _message("Italy", "k-2", task_id))
+            done = await send(client, message("Italy", "k-2", task_id))
             await client.close()
             return followed, done
 
@@ -313,7 +255,7 @@ def test_a_task_outlives_a_killed_host_and_completes_after_restart(tmp_path: Pat
     assert followed[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert followed[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert done[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    _checked(served.store, task_id)
+    checked(served.store, task_id)
 
 
 
@@ -377,4 +319,4 @@ def test_the_client_answers_as_the_external_member_the_run_waits_for(tmp_path: P
         assert (signed["role"], signed["metadata"]["from"]) == ("ROLE_USER", "partner")
     finally:
         served.stop()
-    _checked(served.store, task["id"])
+    checked(served.store, task["id"])

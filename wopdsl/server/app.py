@@ -116,7 +116,7 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
     if a2a:
         from wopdsl.server.a2a import a2a_routes
 
-        extra += a2a_routes(host, feeds, api.access, limits)
+        extra += a2a_routes(host, feeds, api.access, limits, api.idempotency)
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
               for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api),
                         *presence_routes(presence), *extra, *AguiApi(api).routes(),

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from wopdsl.state.records import MemberState, RoomState
+
 __all__ = ["AskState", "PendingAsk"]
 
 
@@ -66,3 +68,16 @@ class AskState:
     def rooms(self) -> list[str]:
         """The rooms where a question waits for an answer, in asking order."""
         return list(dict.fromkeys(ask.room for ask in self.open.values()))
+
+    def answerers(self, rooms: Mapping[str, RoomState],
+                  members: Mapping[str, MemberState]) -> list[str]:
+        """Who is asked: the human and external members of each open question's room.
+
+        In asking order (then the room's order). Views show them waiting for input, as for a
+        person whose turn is requested (they are not in ``CouncilState.waiting_for``: no
+        turn of theirs is queued).
+        """
+        return list(dict.fromkeys(
+            member for ask in self.open.values() if ask.room in rooms
+            for member in rooms[ask.room].members
+            if member in members and members[member].awaited))

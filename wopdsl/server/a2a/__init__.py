@@ -28,6 +28,7 @@ from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
+from wopdsl.server.idempotency import Idempotency
 from wopdsl.server.io import JSONResponse, read_body
 
 __all__ = ["a2a_routes"]
@@ -36,7 +37,8 @@ _VERSION_KEY: Final = "wopdsl.a2a.version"
 """Where the A2A version of a request without ``A2A-Version`` is kept in its scope."""
 
 
-def a2a_routes(host: Host, feeds: Feeds, access: Access, limits: Limits) -> list[Route]:
+def a2a_routes(host: Host, feeds: Feeds, access: Access, limits: Limits,
+               idempotency: Idempotency) -> list[Route]:
     """The A2A routes of ``host``'s councils (see the module docstring)."""
     from a2a.server.context import ServerCallContext
     from a2a.server.routes.common import ServerCallContextBuilder
@@ -60,7 +62,8 @@ def a2a_routes(host: Host, feeds: Feeds, access: Access, limits: Limits) -> list
                 "principal": request.scope.get("state", {}).get("principal"),
                 "headers": {VERSION_HEADER.lower(): version}})
 
-    dispatchers = {council_id: JsonRpcDispatcher(CouncilAgent(council_id, host, feeds, access),
+    dispatchers = {council_id: JsonRpcDispatcher(CouncilAgent(council_id, host, feeds, access,
+                                                              idempotency),
                                                  context_builder=Principal(),
                                                  enable_v0_3_compat=True)
                    for council_id in host.councils}

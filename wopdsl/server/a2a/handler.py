@@ -9,11 +9,15 @@ The SDK's JSON-RPC dispatcher reads the wire (methods, params, JSON-RPC errors, 
   the same message sent again finds the same run, never a second one;
 * with ``taskId`` the message is a turn in the run: posted as the member the run waits for
   (or the only ``human`` member; ``metadata.member`` and ``metadata.room`` choose), through
-  the same door as every turn from outside (roster, role, principal, mentions);
-* ``SendMessage`` answers once the run stops — completed, failed, canceled, or waiting for
-  input (``TASK_STATE_INPUT_REQUIRED``) — or at once with ``returnImmediately``; the stream
-  sends the task, a ``working`` status update per post, then the artifacts and the state it
-  stops in;
+  the same door as every turn from outside (roster, role, principal, mentions); posted once
+  per task and ``messageId``, whenever it is sent again (the answer is kept in the store
+  with the turn, as an ``Idempotency-Key``'s);
+* ``SendMessage`` answers once the run stops — completed, failed, canceled, waiting for
+  input (``TASK_STATE_INPUT_REQUIRED``), or paused (``TASK_STATE_WORKING``, ``metadata.
+  runStatus: "paused"``) — or at once with ``returnImmediately``; the stream
+  sends the task, a ``working`` status update per post — an ``llm`` member's post streamed
+  before it as artifact updates, token by token (:mod:`~wopdsl.server.a2a.tokens`) — then
+  the artifacts and the state it stops in;
 * ``GetTask``, ``ListTasks`` (the caller's tasks of this council), ``CancelTask`` (the run
   is cancelled), ``SubscribeToTask`` (the stream again, from now: after a dropped stream or
   a host restart).
@@ -24,7 +28,7 @@ read is not found for it. Push notifications and the extended card are not offer
 
 from __future__ import annotations
 
-import json
+import hashlib
 import uuid
 from collections.abc import AsyncGenerator
 from typing import Any, Final
@@ -46,9 +50,7 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
-    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
     A2AError,
@@ -64,29 +66,20 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from wopdsl import CouncilState
 from wopdsl.server.a2a.listing import check_history_length, list_tasks
-from wopdsl.server.a2a.tasks import (
-    TERMINAL,
-    artifacts,
-    context_of,
-    post_message,
-    status_of,
-    task_of,
-)
+from wopdsl.server.a2a.tasks import TERMINAL, task_of
 from wopdsl.server.a2a.turns import speaker_turn
+from wopdsl.server.a2a.updates import ANSWERED, Event, updates
 from wopdsl.server.access import Access
 from wopdsl.server.errors import ApiError
 from wopdsl.server.feed import Feeds
 from wopdsl.server.host import Host
-from wopdsl.server.idempotency import run_id_for_key
+from wopdsl.server.idempotency import Idempotency, Keep, fingerprint, run_id_for_key
+from wopdsl.store import Answer
 
 __all__ = ["CouncilAgent"]
 
-_STOPPED: Final = frozenset({"completed", "failed", "cancelled", "waiting-input"})
-"""Run statuses at which a message's answer is given (the run stopped, for now or good)."""
 _MAX_TASK: Final = 100_000
 """Most characters of a message's text taken as a run's task (as ``POST /v1/runs``)."""
-
-Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 
 
 class CouncilAgent(RequestHandler):
@@ -97,13 +90,16 @@ class CouncilAgent(RequestHandler):
         host: The host running its runs.
         feeds: The host's event feeds (streams follow a run through them).
         access: The host's run rules.
+        idempotency: The host's kept answers (a message is taken once per task).
     """
 
-    def __init__(self, council_id: str, host: Host, feeds: Feeds, access: Access) -> None:
+    def __init__(self, council_id: str, host: Host, feeds: Feeds, access: Access,
+                 idempotency: Idempotency) -> None:
         self.council_id = council_id
         self.host = host
         self.feeds = feeds
         self.access = access
+        self.idempotency = idempotency
 
     # -- tasks -----------------------------------------------------------------------------
 
@@ -164,7 +160,7 @@ class CouncilAgent(RequestHandler):
                                       if params.configuration.HasField("history_length")
                                       else None)
         if not params.configuration.return_immediately:
-            async for _ in self._updates(run_id, after):
+            async for _ in updates(self.host, self.feeds, run_id, after, ANSWERED):
                 pass
         return _task(task_of(await self.host.state_of(run_id), length))
 
@@ -174,7 +170,7 @@ class CouncilAgent(RequestHandler):
         """``SendStreamingMessage``: start or continue the run; stream it until it stops."""
         run_id, after = await self._deliver(params.message, context)
         yield _task(task_of(await self.host.state_of(run_id), 0))
-        async for event in self._updates(run_id, after):
+        async for event in updates(self.host, self.feeds, run_id, after):
             yield event
 
     @validate_request_params
@@ -187,7 +183,7 @@ class CouncilAgent(RequestHandler):
             raise UnsupportedOperationError(message=f"task {params.id} has ended "
                                             f"({state.status}); there is nothing to follow")
         yield _task(task)
-        async for event in self._updates(params.id, state.last_sequence):
+        async for event in updates(self.host, self.feeds, params.id, state.last_sequence):
             yield event
 
     async def _deliver(self, message: Message, context: ServerCallContext) -> tuple[str, int]:
@@ -197,23 +193,7 @@ class CouncilAgent(RequestHandler):
         if not message.message_id:
             raise InvalidParamsError(message="message.messageId is required")
         if message.task_id:
-            state = await self._state(message.task_id, context, "read")
-            if message.context_id and message.context_id != task_of(state, 0)["contextId"]:
-                raise InvalidParamsError(message=f"contextId {message.context_id} is not the "
-                                         f"context of task {message.task_id}")
-            if task_of(state, 0)["status"]["state"] in TERMINAL:
-                raise UnsupportedOperationError(message=f"task {message.task_id} has ended "
-                                                f"({state.status}); it takes no more messages")
-            metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
-            member, room, resume = speaker_turn(self.host, state, text, metadata,
-                                                self.access, principal)
-            run = await self.host.open(message.task_id)
-            before = state.last_sequence  # (the state read goes on with the run)
-            try:
-                await self.host.reply(run, room=room, member=member, resume=resume)
-            except ApiError as exc:
-                raise _a2a_error(exc) from None
-            return message.task_id, before
+            return message.task_id, await self._continue(message, text, context)
         if len(text) > _MAX_TASK:
             raise InvalidParamsError(message=f"the message's text (the task) is longer than "
                                      f"{_MAX_TASK} characters")
@@ -228,45 +208,55 @@ class CouncilAgent(RequestHandler):
             raise _a2a_error(exc) from None
         return run.run_id, -1
 
-    async def _updates(self, run_id: str, after: int) -> AsyncGenerator[Event]:
-        """The run's updates after sequence ``after``, until it stops (for now or for good).
+    async def _continue(self, message: Message, text: str, context: ServerCallContext) -> int:
+        """Post the message as a turn of its task, once; return the sequence before it.
 
-        A post is a ``working`` update; the run stopping ends the stream with its artifacts
-        and its state. A run stopped with nothing after ``after`` says so at once.
+        A message is taken once per task and ``messageId``: its answer is kept in the
+        host's store with the turn (as an ``Idempotency-Key``'s, :mod:`wopdsl.server.
+        idempotency`), so the same message sent again, after a host restart too, posts
+        nothing; the same ``messageId`` with other content is refused.
         """
-        subscriber = self.feeds.subscribe(run_id)
-        try:
-            state = await self.host.state_of(run_id)
-            if state.status in _STOPPED and state.last_sequence <= after:
-                for update in self._stopped(state):
-                    yield update
-                return
-            async for batch in subscriber.batches(after):
-                if not batch:
-                    continue
-                state = await self.host.state_of(run_id)
-                for frame in batch:
-                    posted = _posted(json.loads(frame.data))
-                    if posted is not None and posted in state.messages:
-                        yield _working(state, posted)
-                # Stopped where this batch ends (a state read further on waits for its events)
-                if state.status in _STOPPED and state.last_sequence <= batch[-1].sequence:
-                    for update in self._stopped(state):
-                        yield update
-                    return
-        finally:
-            subscriber.close()
+        task_id = message.task_id
+        principal = _principal(context)
+        metadata = MessageToDict(message.metadata) if message.HasField("metadata") else {}
 
-    def _stopped(self, state: CouncilState) -> list[Event]:
-        """The last updates of a stream: the artifacts of a completed run, then its status."""
-        context_id = context_of(state)
-        found: list[Event] = [ParseDict({"taskId": state.run_id, "contextId": context_id,
-                                         "artifact": artifact, "lastChunk": True},
-                                        TaskArtifactUpdateEvent())
-                              for artifact in artifacts(state)]
-        found.append(ParseDict({"taskId": state.run_id, "contextId": context_id,
-                                "status": status_of(state)}, TaskStatusUpdateEvent()))
-        return found
+        async def act(keep: Keep) -> tuple[int, dict[str, Any]]:
+            state = await self._state(task_id, context, "read")
+            if message.context_id and message.context_id != task_of(state, 0)["contextId"]:
+                raise InvalidParamsError(message=f"contextId {message.context_id} is not the "
+                                         f"context of task {task_id}")
+            if task_of(state, 0)["status"]["state"] in TERMINAL:
+                raise UnsupportedOperationError(message=f"task {task_id} has ended "
+                                                f"({state.status}); it takes no more messages")
+            member, room, resume = speaker_turn(self.host, state, text, metadata,
+                                                self.access, principal)
+            run = await self.host.open(task_id)
+            before = state.last_sequence  # (the state read goes on with the run)
+
+            def kept(posted: str | None, _status: str) -> Answer:
+                return keep(200, {"after": before, "messageId": posted})
+
+            try:
+                await self.host.reply(run, room=room, member=member, resume=resume,
+                                      answer=kept)
+            except ApiError as exc:
+                raise _a2a_error(exc) from None
+            return (keep.kept.status, keep.kept.body) if keep.kept else (200, {"after": before})
+
+        key = hashlib.sha256(f"{task_id}\0{message.message_id}".encode()).hexdigest()
+        meaning = {"contextId": message.context_id, "metadata": metadata,
+                   "parts": [MessageToDict(part) for part in message.parts]}
+        try:
+            _, answer, _ = await self.idempotency.run(
+                principal, f"a2a-{key}",
+                fingerprint(f"/a2a/{self.council_id}/{task_id}", principal, meaning), act)
+        except ApiError as exc:
+            if exc.code == "idempotency_key_mismatch":
+                raise InvalidParamsError(message=f"message {message.message_id} was sent to "
+                                         f"task {task_id} already, with other content; send "
+                                         "a new message with a new messageId") from None
+            raise _a2a_error(exc) from None
+        return int(answer["after"])
 
     async def _state(self, task_id: str, context: ServerCallContext,
                      action: Any) -> CouncilState:
@@ -328,22 +318,6 @@ def _principal(context: ServerCallContext) -> str:
 def _task(task: dict[str, Any]) -> Task:
     parsed: Task = ParseDict(task, Task())
     return parsed
-
-
-def _posted(event: dict[str, Any]) -> str | None:
-    """The message id of a post an event saves (``None``: not a post)."""
-    if event.get("type") != "conversation.exchanged":
-        return None
-    turn = (event.get("payload") or {}).get("turn") or {}
-    return str(turn.get("messageId", "")) or None
-
-
-def _working(state: CouncilState, message_id: str) -> TaskStatusUpdateEvent:
-    update: TaskStatusUpdateEvent = ParseDict(
-        {"taskId": state.run_id, "contextId": context_of(state),
-         "status": {"state": "TASK_STATE_WORKING", "message": post_message(state, message_id)}},
-        TaskStatusUpdateEvent())
-    return update
 
 
 def _a2a_error(exc: ApiError) -> A2AError:

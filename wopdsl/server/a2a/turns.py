@@ -63,10 +63,9 @@ def _default_member(state: CouncilState, members: dict[str, MemberSpec]) -> str:
     waiting = state.waiting_for
     if len(waiting) == 1:
         return waiting[0]
-    asked = {m for ask in state.asks.open.values() for m in state.rooms[ask.room].members
-             if m in members and members[m].engine in _ROLES}
+    asked = state.asks.answerers(state.rooms, state.members)
     if len(asked) == 1:
-        return asked.pop()
+        return asked[0]
     humans = [m for m, spec in members.items() if spec.engine == "human"]
     if len(humans) == 1 and not waiting:
         return humans[0]
