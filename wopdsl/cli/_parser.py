@@ -166,8 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "their running turns and take them again with this post")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member to post as (when there are several)")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     _json_flag(cmd)
 
     cmd = add("approve", _approve.cmd_approve,
@@ -181,8 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--reason", metavar="TEXT", help="why (given to the model with --reject)")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member deciding (the tool's approver)")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     _json_flag(cmd)
 
     cmd = add("vote", _deliberation.cmd_vote,
@@ -196,8 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also post this message in the decision's room (@member mentions)")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human voter (when there are several)")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     _json_flag(cmd)
 
     cmd = add("metrics", _deliberation.cmd_metrics,
@@ -287,8 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--from", dest="from_", type=_sequence, required=True, metavar="SEQ")
     cmd.add_argument("--mode", choices=("replay", "branch"), default="branch")
     cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     cmd.add_argument("--base-url", metavar="URL",
                      help="model server for profiles without base_url (default: the one "
                           "the source run recorded)")
@@ -308,6 +304,11 @@ def _max_participants(cmd: argparse.ArgumentParser) -> None:
                      default=DEFAULT_MAX_PARTICIPANTS,
                      help="the host's multiPartyConversation.maxParticipants: most agent "
                           f"participants per room (default {DEFAULT_MAX_PARTICIPANTS})")
+
+
+def _council_flag(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--council", metavar="FILE",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
 
 
 def _json_flag(cmd: argparse.ArgumentParser,
