@@ -1,7 +1,11 @@
-# Every target installs what it needs into .venv first, so each works on a fresh clone.
+# Every target installs what it needs first, so each works on a fresh clone: `make demo` the
+# core package alone into .venv-demo (light: what `wop run` needs), every other target the
+# dev extras into .venv (the tests', the linters' and the UIs' tools).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_VENV ?= .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
 .PHONY: install demo test test-newest lint bench bench-postgres clean
 
@@ -18,9 +22,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## Run the demo council on the embedded SQLite default (.wop/runs.db).
-demo: $(STAMP)
-	$(VENV)/bin/wop run councils/release-team.toml
+# The demo's environment: wopdsl and its core dependencies only (no extras, no test tools).
+$(DEMO_STAMP): pyproject.toml
+	@echo "installing wopdsl (the core package only) into $(DEMO_VENV) (log: $(DEMO_VENV)/install.log)"
+	@python3 -m venv $(DEMO_VENV)
+	@$(DEMO_VENV)/bin/python -m pip install --quiet -e . >$(DEMO_VENV)/install.log 2>&1 || \
+	 { tail -n 40 $(DEMO_VENV)/install.log; echo "install failed: see $(DEMO_VENV)/install.log" >&2; exit 1; }
+	@touch $(DEMO_STAMP)
+
+## Run the demo council on the embedded SQLite default (.wop/runs.db), in .venv-demo.
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/wop run councils/release-team.toml
 
 ## Run the whole test suite.
 test: $(STAMP)
@@ -43,4 +55,4 @@ bench-postgres: $(STAMP)
 	$(PY) bench/postgres.py
 
 clean:
-	rm -rf $(VENV) .venv-newest .wop build *.egg-info
+	rm -rf $(VENV) $(DEMO_VENV) .venv-newest .wop build *.egg-info

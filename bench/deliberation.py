@@ -16,6 +16,11 @@ taking R turns (N × R turns in all, one post each, ``tail_messages = 8``):
 Each runs in its own subprocess, once to warm up and then K timed times; reported: µs per
 turn (median), the ratio deliberating / baseline (target ≤ 1.2), and the O(tail) check: the
 time to build a blind member's input after 10 % of the rounds and after all of them.
+
+Wall time on a shared machine swings by tens of percent; ``--instructions`` also counts the
+CPU instructions per turn of each council under ``valgrind --tool=callgrind`` (the same
+count on a busy or an idle machine): each council runs R/4 and R/2 rounds, and the
+difference divided by the turns between them is the cost of a turn, start-up left out.
 """
 
 from __future__ import annotations
@@ -128,16 +133,50 @@ def _tail_check(run: Any, members: int) -> dict[str, float]:
     return timings
 
 
+def _run_once(kind: str, members: int, rounds: int) -> None:
+    """One run of a council on a fresh SQLite file (what ``--instructions`` counts)."""
+    from wopdsl import SqliteStore
+
+    council = build(kind, members, rounds)
+    with tempfile.TemporaryDirectory(prefix="wop-bench-delib-") as tmp:
+        run = asyncio.run(council.arun(store=SqliteStore(Path(tmp) / "run.db"), run_id="b"))
+        if run.status != "completed":
+            raise SystemExit(f"{kind} run ended {run.status}")
+
+
+def _instructions(kind: str, members: int, rounds: int) -> float:
+    """Instructions per turn: runs of ``rounds // 2`` and ``rounds`` rounds, differenced."""
+    counts = []
+    half = rounds // 2
+    for count in (half, rounds):
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               sys.executable, __file__, "--child-once",
+                               f"{kind},{members},{count}"],
+                              capture_output=True, text=True, check=False)
+        collected = [line for line in proc.stderr.splitlines() if "Collected :" in line]
+        if proc.returncode or not collected:
+            raise SystemExit(f"valgrind failed: {proc.stderr[-2000:]}")
+        counts.append(int(collected[-1].rsplit(":", 1)[1]))
+    return (counts[1] - counts[0]) / (members * (rounds - half))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count instructions per turn with valgrind (callgrind)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-once", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
+        return 0
+    if args.child_once:
+        kind, members, rounds = args.child_once.split(",")
+        _run_once(kind, int(members), int(rounds))
         return 0
     results = {}
     for kind in ("baseline", "deliberating"):
@@ -163,6 +202,14 @@ def main() -> int:
           f"{tail['late']:.1f} µs after all ({tail['late'] / tail['early']:.2f}x, "
           f"target <= {TAIL_LIMIT})")
     checks = {"ratio": ratio <= TARGET_RATIO, "tail": tail["late"] / tail["early"] <= TAIL_LIMIT}
+    if args.instructions:
+        counted = {kind: _instructions(kind, args.members, max(8, args.rounds // 2))
+                   for kind in ("baseline", "deliberating")}
+        counted_ratio = counted["deliberating"] / counted["baseline"]
+        print(f"  instructions per turn (callgrind): baseline {counted['baseline']:,.0f}, "
+              f"deliberating {counted['deliberating']:,.0f}, ratio {counted_ratio:.2f}")
+        results["instructions"] = {**counted, "ratio": counted_ratio}
+        checks["instructions"] = counted_ratio <= TARGET_RATIO
     print("checks: " + ", ".join(f"{name} {'ok' if ok else 'MISSED'}"
                                  for name, ok in checks.items()))
     if args.json:

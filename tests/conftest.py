@@ -8,8 +8,11 @@ from typing import Any, Literal, cast
 
 import pytest
 
+from tests.skip_summary import pytest_terminal_summary
 from wopdsl import Council, SqliteStore, WopError
 from wopdsl.agents.python import Handler
+
+__all__ = ["pytest_terminal_summary"]  # The end of a session: skips summed up by reason.
 
 HUMAN: Literal["human"] = "human"
 """Pass as a member's handler to ``make_council`` to declare a human member."""

@@ -26,7 +26,7 @@ brief = "Draft the release note."
 engine = "script"
 script = [
   { summary = "Review requested.", posts = [{ room = "review", text = "Please review: {{ task }}", mentions = ["reviewer"] }] },
-  { summary = "Finished {{ task }}: {{ triggers[0].text }}" },
+  { summary = "Finished after review {{ triggers[0].id }}: {{ task }}" },
 ]
 
 [[members]]
@@ -38,8 +38,10 @@ engine = "script"
 script = [
   { summary = "Draft checked.", posts = [{ room = "review", text = "Reviewed {{ triggers[0].id }}: {{ triggers[0].text }}", mentions = ["writer"] }] },
 ]
-'''  # noqa: E501 - the file exactly as DESIGN.md §4 prints it.
-"""DESIGN.md §4's council file, verbatim."""
+'''  # noqa: E501 - the file as DESIGN.md §4 prints it, but for one line (below).
+"""DESIGN.md §4's council file, but for the writer's closing summary: §4's
+``Finished {{ task }}: {{ triggers[0].text }}`` printed "Finished Prepare a release note.: …"
+(issue 35). §3's published reviewer text (:data:`REVIEWER_TEXT`) is unchanged."""
 
 REVIEWER_TEXT = "Reviewed team/writer/1/0: Please review: Prepare a release note."
 """The reviewer's reply text the published example must reproduce."""
@@ -62,7 +64,7 @@ def decorated_release_team(seen: list[str] | None = None) -> Council:
         if turn.turn == 1:
             return Reply(summary="Review requested.", posts=[
                 Post(room="review", text=f"Please review: {turn.task}", mentions=["reviewer"])])
-        return Reply(summary=f"Finished {turn.task}: {turn.triggers[0].text}")
+        return Reply(summary=f"Finished after review {turn.triggers[0].id}: {turn.task}")
 
     @council.member(role="reviewer", brief="Check the draft.", initial_turn=False)
     async def reviewer(turn: Turn) -> dict[str, Any]:

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "jupyter": 5,
     "testing": 5,
     "server": 5,
+    "evals": 5,
     "wopdsl_tui": 5,
 }
 """DESIGN.md §2: lowest first; an import may only go down (or stay on its layer)."""
@@ -207,7 +208,7 @@ def test_no_import_cycles() -> None:
     assert found == [], "import cycles:\n" + "\n".join(found)
 
 
-FRONT_ENDS = ("cli", "jupyter", "testing", "server", "wopdsl_tui")
+FRONT_ENDS = ("cli", "jupyter", "testing", "server", "evals", "wopdsl_tui")
 
 
 def test_front_ends_use_the_public_api_not_the_engine() -> None:

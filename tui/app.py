@@ -252,7 +252,7 @@ class CouncilApp(PostingApp):
             fold.roster_changed = False
             self.run_status = fold.status
             self.query_one(Roster).show_members(
-                list(fold.members.values()), {m: fold.phase(m) for m in fold.members},
+                list(fold.members.values()), {m: fold.shown_phase(m) for m in fold.members},
                 self._colors, {m: u for m in fold.members if (u := fold.usage(m))},
                 fold.streams, self._present())
             self._waiting = fold.waiting_for

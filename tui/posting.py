@@ -101,7 +101,7 @@ class PostingApp(App[int]):
             if person != self.human:
                 self.human = person
                 self._watch_presence()
-            room = self.fold.last_mention.get(person)
+            room = self.fold.asked_in(person)
             if room is not None:
                 self._activate_room(room)
         self._turn_requested = requested

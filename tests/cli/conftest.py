@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -43,6 +44,24 @@ id = "me"
 role = "user"
 engine = "human"
 initial_turn = false
+"""
+
+# A python handler whose first attempt sleeps until Ctrl-C (slow.py, `slow:solo`).
+SLOW = """\
+import time
+from pathlib import Path
+
+from wopdsl import Reply
+
+MARKER = Path(__file__).with_name("slow.marker")
+
+
+def solo(turn):
+    if not MARKER.exists():
+        MARKER.write_text("first attempt")
+        print("handler-started", flush=True)
+        time.sleep(600)  # Only Ctrl-C ends this attempt; the CLI must not wait for it.
+    return Reply(summary="done at last")
 """
 
 FAILING_COUNCIL = """\
@@ -134,3 +153,14 @@ def sqlite_tables(db: Path) -> list[str]:
     """The tables of a SQLite file (proves it is a real database)."""
     with sqlite3.connect(db) as conn:
         return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+
+def interrupt(child: subprocess.Popen[str]) -> str:
+    """Ctrl-C a `wop` child (SIGINT) and return its stderr once it has exited."""
+    child.send_signal(signal.SIGINT)
+    try:
+        _, err = child.communicate(timeout=60)  # A safety net: a handler may sleep 600 s.
+    finally:
+        if child.poll() is None:
+            child.kill()
+    return str(err)

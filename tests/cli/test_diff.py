@@ -7,11 +7,13 @@ with syrupy snapshots (it has no timestamps); ``--json`` is checked field by fie
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 from syrupy.assertion import SnapshotAssertion
 
-from tests.cli.conftest import Wop
+from tests.cli.conftest import REPO, Wop
 
 
 def _fork_at_last(wop: Wop, run: str, new: str, mode: str, *store: str) -> None:
@@ -28,7 +30,7 @@ def test_a_run_and_its_replay_fork_are_equal(wop: Wop, release_team: Path,
                ).returncode == 0
     done = wop("diff", "a", "a2")
     assert done.returncode == 0, done.stderr
-    assert "B is a fork of A at #8 (replay mode)" in done.stdout
+    assert "B is a fork of A: it shares A's events 0-8 (replay mode)" in done.stdout
     assert done.stdout == snapshot
     doc = json.loads(wop("diff", "a", "a2", "--json").stdout)
     assert doc["equal"] is True and doc["firstDivergence"] is None
@@ -62,6 +64,49 @@ def test_a_branch_fork_with_a_changed_reply(wop: Wop, human_council: Path,
         "namer": True, "me": True}
     assert doc["outcome"] == {"equal": False, "a": "completed", "b": "completed",
                               "errorA": None, "errorB": None, "resultsEqual": False}
+
+
+SAYS = """\
+[council]
+id = "says"
+task = "Greet."
+
+[[rooms]]
+id = "hall"
+members = ["host"]
+
+[[members]]
+id = "host"
+role = "host"
+engine = "script"
+script = [{ summary = "Greeted.", posts = [{ room = "hall", text = "TEXT" }] }]
+"""
+
+
+def test_the_first_divergence_names_the_event_and_the_message(wop: Wop,
+                                                               tmp_path: Path) -> None:
+    # Same summary, another post: the first fact that differs is the saved message.
+    for name, text in (("hello", "Hello, all."), ("bye", "Goodbye, all.")):
+        (tmp_path / f"{name}.toml").write_text(SAYS.replace("TEXT", text), encoding="utf-8")
+        assert wop("run", f"{name}.toml", "--run-id", name).returncode == 0
+    done = wop("diff", "hello", "bye")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("first divergence:")
+    events = wop("events", "hello").stdout.splitlines()
+    said = next(e for e in map(json.loads, events) if e["type"] == "conversation.exchanged")
+    assert said["payload"]["turn"]["content"]["text"] == "Hello, all."
+    assert lines[start + 1:start + 3] == [
+        f'  A: host said in room hall (team/host/1/0): "Hello, all." '
+        f'(event {said["sequence"]}, conversation.exchanged)',
+        f'  B: host said in room hall (team/host/1/0): "Goodbye, all." '
+        f'(event {said["sequence"]}, conversation.exchanged)']
+    assert "speaking order: same (1 turn: host)" in lines
+    # No internal counters a reader cannot look up ("fact 5", "#12").
+    assert "fact " not in done.stdout and "#" not in done.stdout
+    doc = json.loads(wop("diff", "hello", "bye", "--json").stdout)["firstDivergence"]
+    assert doc["a"] == {"sequence": said["sequence"], "event": "conversation.exchanged",
+                        "what": 'host said in room hall (team/host/1/0): "Hello, all."'}
 
 
 def test_unrelated_runs_of_one_council_and_of_different_councils(
@@ -114,3 +159,24 @@ def test_postgres_against_sqlite(wop: Wop, release_team: Path, human_council: Pa
     gone = wop("diff", "s", "nope", "--store", "s.db", "--store-b", pg_url)
     assert gone.returncode == 2 and "error[RUN_NOT_FOUND]" in gone.stderr
     assert password not in gone.stderr + gone.stdout
+
+
+def test_the_guides_example_is_what_wop_diff_prints(wop: Wop, human_council: Path) -> None:
+    guide = (REPO / "docs" / "guides" / "diff.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n(\$ wop reply h1 .*?)```", guide, flags=re.S)
+    assert block is not None
+    assert wop("run", str(human_council), "--run-id", "h1").returncode == 3  # waits for `me`
+    steps = re.split(r"^\$ ", block.group(1), flags=re.M)[1:]
+    code = None
+    for step in steps:
+        command, _, shown = step.partition("\n")
+        args = shlex.split(command.split("#", 1)[0])
+        if args == ["echo", "$?"]:
+            assert shown == f"{code}\n"
+            continue
+        assert args[0] == "wop", command
+        done = wop(*args[1:])
+        code = done.returncode
+        assert code in (0, 1, 3), done.stderr  # 3: the fork waits for `me` again
+        if shown:
+            assert done.stdout == shown, done.stdout

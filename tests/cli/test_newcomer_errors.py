@@ -90,3 +90,96 @@ def test_validate_says_human_turns_are_not_in_the_worst_case(wop: Wop,
     assert done.returncode == 0
     assert ("  worst case: 3 member turns (sum of caps), not counting the turns of human "
             "members (me)") in done.stdout.splitlines()
+
+
+DECORATED = """\
+from wopdsl import Council, Reply
+
+team = Council("deco", task="T")
+team.room("r", members=["solo"])
+
+
+@team.member("solo", role="w")
+def solo(turn):
+    return Reply(summary="done")
+"""
+
+PINGPONG = """\
+[council]
+id = "pingpong"
+task = "Agree on a name."
+max_turns_per_member = 2
+
+[[rooms]]
+id = "desk"
+members = ["ping", "pong"]
+
+[[members]]
+id = "ping"
+role = "r"
+engine = "script"
+script = [{ summary = "Asked.", posts = [{ room = "desk", text = "@pong?", mentions = ["pong"] }] },
+          { summary = "Again", posts = [{ room = "desk", text = "@pong!", mentions = ["pong"] }] }]
+
+[[members]]
+id = "pong"
+role = "r"
+engine = "script"
+initial_turn = false
+script = [{ summary = "Yes.", posts = [{ room = "desk", text = "@ping!", mentions = ["ping"] }] },
+          { summary = "Yes!", posts = [{ room = "desk", text = "@ping!!", mentions = ["ping"] }] }]
+"""
+
+
+def test_a_python_file_is_answered_with_the_module_attr_to_run(wop: Wop,
+                                                               tmp_path: Path) -> None:
+    (tmp_path / "council.py").write_text(DECORATED, encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "deco.py").write_text(DECORATED, encoding="utf-8")
+
+    here = wop("run", "council.py")
+    there = wop("validate", "sub/deco.py")
+
+    assert here.returncode == there.returncode == 2
+    assert here.stderr.splitlines()[:3] == [
+        "error[DECLARATION_INVALID]: invalid council declaration:",
+        "  council.py: this is a Python file, not a council file (TOML)",
+        "    hint: give a decorator council as MODULE:ATTR, from the folder that holds the "
+        "module (it is put on sys.path): `wop run council:team`; in Python, import the module"]
+    assert "TOML syntax error" not in here.stderr + there.stderr
+    assert "`cd sub && wop run deco:team`" in there.stderr
+    # The suggested commands run the council.
+    assert wop("run", "council:team").returncode == 0
+    assert wop("run", "deco:team", cwd=tmp_path / "sub").returncode == 0
+
+
+def test_a_wrong_mention_in_a_reply_names_the_rooms_members(wop: Wop,
+                                                            human_council: Path) -> None:
+    assert wop("run", str(human_council), "--run-id", "h2").returncode == 3
+
+    done = wop("reply", "h2", "--room", "desk", "thanks @namr")
+
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[:2] == [
+        "error[validation_error]: mention '@namr' is not a member of room 'desk' (me, namer); "
+        "did you mean 'namer'?",
+        "    hint: mention members of room 'desk': @me, @namer (or @all); a name without @ "
+        "asks nobody"]
+
+
+def test_a_member_mentioned_after_its_cap_names_it_the_cap_and_the_fixes(
+        wop: Wop, tmp_path: Path) -> None:
+    (tmp_path / "pingpong.toml").write_text(PINGPONG, encoding="utf-8")
+
+    done = wop("run", "pingpong.toml", "--run-id", "pingpong-0123456789ab")
+
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        "error[TEAM_TURN_LIMIT]: ping was mentioned by pong in room 'desk' after using all 2 "
+        "of its turns (max_turns = 2); fix: raise its max_turns (or max_turns_per_member), "
+        "debate in a room with rounds = N (a mention there never adds a turn), or end the "
+        "discussion on a decision ([[decisions]]: members vote instead of asking again; see "
+        "docs/guides/deliberation.md)")
+    assert "see: docs/errors.md#team_turn_limit" in done.stderr
+    for check in (("check", "pingpong-0123456789ab"), ("check", "--v2", "pingpong-0123456789ab")):
+        assert wop(*check).returncode == 0, wop(*check).stdout

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.conftest import DB, Wop, stored_events
+from tests.cli.conftest import DB, SLOW, Wop, interrupt, stored_events
 
 HANDLERS = """\
 import os
@@ -120,24 +120,6 @@ def test_resume_rebinds_a_decorator_council(wop: Wop, tmp_path: Path) -> None:
     assert doc["result"]["agents"][0]["result"]["summary"] == "thanks: fine @writer"
 
 
-SLOW = """\
-import time
-from pathlib import Path
-
-from wopdsl import Reply
-
-MARKER = Path(__file__).with_name("slow.marker")
-
-
-def solo(turn):
-    if not MARKER.exists():
-        MARKER.write_text("first attempt")
-        print("handler-started", flush=True)
-        time.sleep(600)  # Only Ctrl-C ends this attempt; the CLI must not wait for it.
-    return Reply(summary="done at last")
-"""
-
-
 def test_a_live_run_is_not_resumed_twice_and_ctrl_c_stops_it_at_once(
     wop: Wop, tmp_path: Path
 ) -> None:
@@ -162,12 +144,7 @@ def test_a_live_run_is_not_resumed_twice_and_ctrl_c_stops_it_at_once(
         assert "run s1 is executing in another process" in busy.stderr
         assert "Traceback" not in busy.stderr
         assert stored_events(tmp_path / DB, "s1")[-1]["type"] == "node.started"
-        child.send_signal(signal.SIGINT)
-        try:
-            _, err = child.communicate(timeout=60)  # A safety net: the handler sleeps 600 s.
-        finally:
-            if child.poll() is None:
-                child.kill()
+        err = interrupt(child)
     assert child.returncode == 130
     assert "interrupted: run s1 stopped where it was; continue it with `wop resume s1`" in err
     assert "Traceback" not in err

@@ -102,7 +102,9 @@ def test_capabilities_document(wop: Wop) -> None:
     assert doc["supportedEnvelopes"] and all(isinstance(e, str)
                                              for e in doc["supportedEnvelopes"])
     assert set(doc["schemaVersions"]) == set(doc["supportedEnvelopes"])
-    assert set(doc["limits"]) == {"clarificationRounds", "schemaRounds", "envelopesPerTurn"}
+    assert set(doc["limits"]) == {"clarificationRounds", "schemaRounds", "envelopesPerTurn",
+                                  "maxRequestBodyBytes"}
+    assert doc["protocolVersions"] == ["1.0", "2.0"]  # what `wop serve` speaks
     assert doc["conversationPrimitive"] is True
     assert doc["multiPartyConversation"] == {
         "supported": True, "maxParticipants": wopdsl.protocol.capabilities.DEFAULT_MAX_PARTICIPANTS}

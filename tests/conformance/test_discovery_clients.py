@@ -62,7 +62,7 @@ def host(discovery: dict[str, object]) -> Iterator[str]:
 
 def test_the_document_lists_protocol_versions(discovery: dict[str, object]) -> None:
     assert discovery["protocolVersion"] == "1.0"
-    assert discovery["protocolVersions"] == ["1.0"]
+    assert discovery["protocolVersions"] == ["1.0", "2.0"]  # what `wop serve` speaks
     assert discovery["preferredVersion"] == "1.0"
     assert discovery["multiPartyConversation"] == {"supported": True, "maxParticipants": 8}
 
@@ -82,7 +82,7 @@ def test_the_2x_client_discovers_the_host(host: str, client27: Path) -> None:
             "caps.protocolVersion, caps.raw['multiPartyConversation']['maxParticipants']]))\n")
     done = _in_client27(client27, code, host, str(client27))
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [["1.0"], "1.0", "1.0", 8]
+    assert json.loads(done.stdout) == [["1.0", "2.0"], "1.0", "1.0", 8]
 
 
 def test_without_protocol_versions_the_2x_client_fails(client27: Path) -> None:

@@ -65,7 +65,7 @@ def test_example_file_roundtrips_and_reads_like_the_design() -> None:
         '  { summary = "Review requested.", posts = [{ room = "review", text = "Please review: '
         '{{ task }}", mentions = ["reviewer"] }] },\n' in text
     )
-    assert '  { summary = "Finished {{ task }}: {{ triggers[0].text }}" },\n' in text
+    assert '  { summary = "Finished after review {{ triggers[0].id }}: {{ task }}" },\n' in text
 
 
 def test_every_field_roundtrips() -> None:

@@ -52,7 +52,7 @@ def test_release_team_example_loads_to_the_expected_spec() -> None:
                             )
                         ],
                     ),
-                    ScriptStep(summary="Finished {{ task }}: {{ triggers[0].text }}"),
+                    ScriptStep(summary="Finished after review {{ triggers[0].id }}: {{ task }}"),
                 ],
             ),
             MemberSpec(
@@ -210,7 +210,7 @@ def test_wrong_engine_name() -> None:
         12,
         1,
         "members[0] (writer).engine",
-        "must be one of 'python', 'script', 'human', 'external' or 'llm', got \"lm\"",
+        "must be one of 'python', 'script', 'human', 'external', 'llm' or 'a2a', got \"lm\"",
     )
 
 

@@ -9,13 +9,12 @@ chair answers with the outcome it was given.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
 from pathlib import Path
 
-from wopdsl import Council, Post, Reply, SqliteStore, Turn, Vote, WopError
+from wopdsl import Council, Post, Reply, Turn, Vote
 
 CHOICES = {("cfo", 1): "hold", ("cfo", 2): "hold", ("cto", 1): "ship", ("cto", 2): "ship",
            ("cmo", 1): "hold", ("cmo", 2): "ship"}
@@ -59,26 +58,7 @@ def build(side_file: Path, delay: float) -> Council:
     return council
 
 
-async def _main(argv: list[str]) -> str:
-    db, run_id, side, mode, delay = argv[:5]
-    council = build(Path(side), float(delay))
-    store = SqliteStore(db)
-    if mode == "run":
-        run = await council.arun(store=store, run_id=run_id)
-    else:
-        run = council.open(run_id, store)
-        await run.resume()
-    return run.status
-
-
-def main() -> int:
-    try:
-        print(asyncio.run(_main(sys.argv[1:])), flush=True)
-    except WopError as exc:
-        print(f"error[{exc.code}]: {exc}", flush=True)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from tests.engine.resume_council import main
+
+    sys.exit(main(build))

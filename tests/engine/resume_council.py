@@ -16,6 +16,7 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from wopdsl import Council, Post, Reply, SqliteStore, Turn, WopError
@@ -70,10 +71,9 @@ def build(side_file: Path, delay: float, flag: Path | None = None) -> Council:
     return council
 
 
-async def _main(argv: list[str]) -> str:
+async def _main(argv: list[str], build: Callable[..., Council]) -> str:
     db, run_id, side, mode, delay = argv[:5]
-    flag = Path(argv[5]) if len(argv) > 5 else None
-    council = build(Path(side), float(delay), flag)
+    council = build(Path(side), float(delay), *(Path(a) for a in argv[5:]))
     store = SqliteStore(db)
     if mode == "run":
         run = await council.arun(store=store, run_id=run_id)
@@ -83,9 +83,10 @@ async def _main(argv: list[str]) -> str:
     return run.status
 
 
-def main() -> int:
+def main(build: Callable[..., Council] | None = None) -> int:
+    """Run or resume the council ``build`` makes (this module's by default), as a child."""
     try:
-        print(asyncio.run(_main(sys.argv[1:])), flush=True)
+        print(asyncio.run(_main(sys.argv[1:], build or globals()["build"])), flush=True)
     except WopError as exc:
         print(f"error[{exc.code}]: {exc}", flush=True)
         return 1

@@ -136,7 +136,13 @@ async def test_a_queued_member_whose_cap_is_spent_fails_the_run_with_turn_limit(
     assert run.status == "failed"
     assert run.result is None
     assert run.error is not None and run.error["code"] == "TEAM_TURN_LIMIT"
-    assert "ping" in run.error["message"]
+    assert run.error["message"] == (
+        "ping was mentioned by pong in room 'all' after using all 1 of its turns (max_turns = "
+        "1); fix: raise its max_turns (or max_turns_per_member), debate in a room with rounds "
+        "= N (a mention there never adds a turn), or end the discussion on a decision "
+        "([[decisions]]: members vote instead of asking again; see docs/guides/deliberation.md)")
+    assert run.error["details"] == {"member": "ping", "limit": "max_turns", "value": 1,
+                                    "mentionedBy": ["pong"]}
     assert calls.order == ["ping", "pong"]
     events = list(run.events)
     assert "run.completed" not in types(events)

@@ -98,6 +98,22 @@ async def test_a_refused_reply_raises_validation_error_and_appends_nothing(
     assert await run.wait() == "completed"
 
 
+async def test_a_wrong_mention_names_the_rooms_members(make_council: MakeCouncil,
+                                                       db_path: Path) -> None:
+    run = await desk_council(make_council, Calls()).arun(store=db_path, deterministic=True)
+    before = len(run.events)
+
+    with pytest.raises(ValidationError) as caught:
+        await run.reply("thanks @writr and @reviewer", room="desk")
+
+    assert caught.value.message == ("mention '@writr' is not a member of room 'desk' (writer, "
+                                    "me); did you mean 'writer'?")
+    assert caught.value.hint == ("mention members of room 'desk': @writer, @me (or @all); a "
+                                 "name without @ asks nobody")
+    assert "resume payload" not in str(caught.value) and "operation" not in str(caught.value)
+    assert len(run.events) == before
+
+
 async def test_a_refused_reply_through_a_fresh_handle_appends_nothing(
     make_council: MakeCouncil, db_path: Path
 ) -> None:

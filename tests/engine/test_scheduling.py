@@ -314,7 +314,8 @@ async def test_the_published_example_from_toml(db_path: Path) -> None:
         "task": "Prepare a release note.",
         "agents": [
             {"name": "writer", "role": "writer",
-             "result": {"summary": f"Finished Prepare a release note.: {REVIEWER_TEXT}"}},
+             "result": {"summary": "Finished after review team/reviewer/2/0: "
+                                  "Prepare a release note."}},
             {"name": "reviewer", "role": "reviewer",
              "result": {"summary": "Draft checked.", "posts": [
                  {"roomId": "review", "text": REVIEWER_TEXT, "mentions": ["writer"]}]}},

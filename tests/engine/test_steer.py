@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import HUMAN, MakeCouncil
 from tests.engine.helpers import Calls, member_events, of_type, reply, say, wait_for
-from wopdsl import Council, Reply, Run, Turn, ValidationError, attach
+from wopdsl import Council, Reply, Run, Turn, ValidationError, Vote, attach
 from wopdsl.protocol.check_v2 import check_events_v2
 from wopdsl.store import open_store
 
@@ -52,9 +52,9 @@ class Held:
             raise
 
 
-def first_call(calls: Calls) -> Callable[[Turn], bool]:
-    """Hold each member's first call only."""
-    return lambda turn: len(calls.of(turn.member)) == 1
+def first_call(calls: Calls, member: str | None = None) -> Callable[[Turn], bool]:
+    """Hold each member's first call only (``member``: that member's only)."""
+    return lambda turn: member in (None, turn.member) and len(calls.of(turn.member)) == 1
 
 
 def says_triggers(turn: Turn) -> Reply:
@@ -135,7 +135,7 @@ async def test_a_steer_without_mentions_stops_the_rooms_running_members_only(
 async def test_a_turn_that_finished_before_the_steer_is_discarded_until_its_batch_settles(
         make_council: MakeCouncil, db_path: Path) -> None:
     calls = Calls()
-    held = Held(calls, lambda turn: turn.member == "b" and len(calls.of("b")) == 1)
+    held = Held(calls, first_call(calls, "b"))
     council = make_council(
         {"a": calls.handler(lambda t: reply("a", say("board", f"a saw {len(t.triggers)}"))),
          "b": calls.handler(says_triggers, before=held), "me": HUMAN},
@@ -151,6 +151,42 @@ async def test_a_turn_that_finished_before_the_steer_is_discarded_until_its_batc
     assert await run.wait() == "completed", run.error
     assert [m.text for m in run.messages if m.sender == "a"] == ["a saw 1"]  # the rerun only
     assert [(c.member, c.triggers) for c in calls.log] == [("a", []), ("b", []), ("a", [post])]
+    assert_valid(run)
+
+
+async def test_a_vote_of_a_turn_the_steer_stopped_is_never_counted(
+        make_council: MakeCouncil, db_path: Path) -> None:
+    # a's turn votes "hold" and ends before the steer, but its batch (b still runs) has not
+    # settled: the steer discards it, vote and all; only the rerun's vote is counted.
+    calls = Calls()
+    held = Held(calls, first_call(calls, "b"))
+
+    def votes(choice: Callable[[Turn], str]) -> Callable[[Turn], Reply]:
+        return lambda turn: Reply(summary=f"{turn.member} votes", posts=[say(
+            "board", f"{turn.member}: {choice(turn)}")], votes=[
+            Vote(decision="ship", choice=choice(turn), reason=f"{turn.member} thinks so")])
+
+    council = make_council(
+        {"a": calls.handler(votes(lambda t: "ship" if t.triggers else "hold")),
+         "b": calls.handler(votes(lambda t: "ship"), before=held), "me": HUMAN},
+        rooms={"board": ["me", "a", "b"]}, global_concurrency=2)
+    council.decision("ship", room="board", question="Ship?", options=["ship", "hold"],
+                     voters=["a", "b"])
+    run = council.start(store=db_path, run_id=RUN, deterministic=True)
+    await wait_for(held.running("b"), "b's turn runs (a's, voting hold, is done)")
+    assert len(calls.of("a")) == 1
+
+    post = await run.reply("@a the budget is fixed: vote again", room="board", steer=True)
+    held.gate("b").set()
+
+    assert await run.wait() == "completed", run.error
+    assert [(c.member, c.triggers) for c in calls.log] == [("a", []), ("b", []), ("a", [post])]
+    history = run.state.decisions["ship"].history
+    assert sorted((v.voter, v.choice) for v in history) == [("a", "ship"), ("b", "ship")]
+    (decision,) = run.decisions
+    assert decision["tally"] == {"ship": 2, "hold": 0} and decision["outcome"] == "ship"
+    assert [m.text for m in run.messages if m.sender == "a"] == ["a: ship"]
+    assert "a: hold" not in str(run.events.to_list())  # nowhere in the log
     assert_valid(run)
 
 
@@ -225,7 +261,7 @@ async def test_a_steer_from_another_handle_stops_the_turn_through_the_store(
 async def test_a_stopped_member_takes_its_round_turn_again_and_sees_the_steer_in_a_blind_room(
         make_council: MakeCouncil, db_path: Path) -> None:
     calls = Calls()
-    held = Held(calls, lambda turn: turn.member == "b" and len(calls.of("b")) == 1)
+    held = Held(calls, first_call(calls, "b"))
     council = make_council(
         {"a": calls.handler(lambda t: reply("a", say("board", "a answers"))),
          "b": calls.handler(lambda t: reply("b", say("board", "b answers")), before=held),

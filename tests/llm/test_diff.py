@@ -40,12 +40,13 @@ def test_an_llm_run_against_one_with_another_answer(server: ScriptedModelServer,
     assert done.returncode == 1, done.stderr
     # Streamed text lands in one or two output.chunk events as the machine's timing goes:
     # event sequences are not stable between runs here, everything else is.
-    assert re.sub(r"#\d+ ", "#N ", done.stdout) == snapshot
+    assert re.sub(r"\(event \d+, ", "(event N, ", done.stdout) == snapshot
     doc = json.loads(wop(tmp_path, "diff", "r1", "r2", "--json").stdout)
     critic = next(m for m in doc["members"] if m["member"] == "critic")
     assert (critic["a"]["inputTokens"], critic["a"]["outputTokens"]) == (220, 60)
     assert (critic["b"]["inputTokens"], critic["b"]["outputTokens"]) == (300, 45)
     assert critic["a"]["modelCalls"] == critic["b"]["modelCalls"] == 1
-    assert doc["firstDivergence"]["a"]["what"].startswith("critic's result")
+    assert doc["firstDivergence"]["a"]["what"].startswith("critic's turn 1 ended")
+    assert doc["firstDivergence"]["a"]["event"] == "node.completed"
     assert len(server.requests) == calls  # a diff reads logs; it never calls a model
     assert SENTINEL not in done.stdout + done.stderr

@@ -133,7 +133,9 @@ def test_ten_thousand_messages_in_linear_memory(chatty: SqliteStore) -> None:
     assert (room.count("same"), room.count("changed")) == (9_999, 1)
     assert len(room.entries) == 3  # same stretch, the change, same stretch
     assert diff.divergence is not None and diff.divergence.a is not None
-    assert diff.divergence.a.label == "message team/talker/51/0 in room all"
+    assert diff.divergence.a.label == \
+        'talker said in room all (team/talker/51/0): "message 5000"'
+    assert diff.divergence.a.event == "conversation.exchanged"
     text = diff.text()
     assert "- talker team/talker/51/0: message 5000" in text
     assert "+ talker team/talker/51/0: something else entirely" in text
@@ -185,3 +187,32 @@ def test_run_diff_renders_in_a_notebook(db_path: Path) -> None:
         assert first.diff(first).equal
     finally:
         store.close()
+
+
+def test_a_failed_turn_and_a_failed_run_are_named_with_their_codes(db_path: Path) -> None:
+    def ok(turn: Turn) -> Reply:
+        return Reply(summary="Done.")
+
+    def broken(turn: Turn) -> Reply:
+        raise RuntimeError("no")
+
+    store = SqliteStore(db_path)
+    try:
+        runs = {}
+        for run_id, handler in (("good", ok), ("bad", broken)):
+            council = Council("team", task="Ship it.")
+            council.room("all", members=["writer"])
+            council.member("writer", role="writer")(handler)
+            runs[run_id] = council.run(store, run_id)
+        diff = runs["good"].diff(runs["bad"])
+    finally:
+        store.close()
+    assert diff.divergence is not None and diff.divergence.a and diff.divergence.b
+    assert (diff.divergence.a.label, diff.divergence.a.event) == (
+        "writer's turn 1 ended: \"Done.\"", "node.completed")
+    assert (diff.divergence.b.label, diff.divergence.b.event) == (
+        "writer's turn 1 failed (TEAM_NODE_FAILED)", "node.failed")
+    shown = diff.text().splitlines()
+    point = shown.index("first divergence:")
+    assert shown[point + 2] == (f"  B: writer's turn 1 failed (TEAM_NODE_FAILED) "
+                                f"(event {diff.divergence.b.sequence}, node.failed)")

@@ -6,8 +6,9 @@ import inspect
 
 import pytest
 
+from wopdsl import load
 from wopdsl.engine import Engine
-from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS, capabilities
+from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS, capabilities, discovery
 
 
 def test_defaults_match_the_limit_the_engine_enforces() -> None:
@@ -38,3 +39,12 @@ def test_model_provenance_is_advertised_only_when_asked() -> None:
     assert "conversationTurnModelProvenance" not in capabilities()
     doc = capabilities(model_provenance=True)
     assert doc["conversationTurnModelProvenance"] == {"supported": True}
+
+
+def test_llm_councils_but_not_fixtures_claim_model_provenance() -> None:
+    review, release = load("councils/llm-review.toml"), load("councils/release-team.toml")
+    assert "conversationTurnModelProvenance" not in discovery([release])
+    assert discovery([release, review])["conversationTurnModelProvenance"] == {"supported": True}
+    fixtures = discovery([release, review], fixtures={"llm-review"})
+    assert "conversationTurnModelProvenance" not in fixtures
+    assert fixtures["fixtures"] == ["llm-review"]

@@ -109,17 +109,20 @@ class Served:
 def start_server(tmp: Path, *paths: str | Path, args: tuple[str, ...] = (),
                  env: dict[str, str] | None = None, token: str | None = None,
                  store: Path | None = None, wait: bool = True,
-                 open_files: int | None = None) -> Served:
+                 open_files: int | None = None, cwd: Path | None = None,
+                 default_paths: bool = False) -> Served:
+    """Start `wop serve PATH…` (no PATH with ``default_paths``: what it serves by default)."""
     port = free_port()
     store = store or tmp / "runs.db"
     log = tmp / f"serve-{port}.log"
     full_env = {k: v for k, v in os.environ.items() if k not in ("WOP_TOKENS", "WOP_STORE")}
     full_env.update({"PYTHONUNBUFFERED": "1", **(env or {})})
-    cmd = [sys.executable, "-m", "wopdsl", "serve", *map(str, paths or (COUNCILS,)),
+    served_paths = () if default_paths else paths or (COUNCILS,)
+    cmd = [sys.executable, "-m", "wopdsl", "serve", *map(str, served_paths),
            "--port", str(port), "--store", str(store), *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env,
-                                cwd=tmp, preexec_fn=None if open_files is None else
+                                cwd=cwd or tmp, preexec_fn=None if open_files is None else
                                 functools.partial(_limit_files, open_files))
     served = Served(f"http://127.0.0.1:{port}", proc, store, log, token)
     if wait:
@@ -177,11 +180,11 @@ def tokens_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Start headless Chromiums (``browser(*chromium_args)``); each one quits at the end."""
-    require_browser()
+    found = require_browser()
     drivers: list[Any] = []
 
     def go(*chromium_args: str) -> Any:
-        driver = new_driver(tmp_path / f"profile-{len(drivers)}", chromium_args)
+        driver = new_driver(found, tmp_path / f"profile-{len(drivers)}", chromium_args)
         drivers.append(driver)
         return driver
 

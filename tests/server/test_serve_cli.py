@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import COUNCILS, start_server
+from tests.server.conftest import COUNCILS, REPO, start_server
 
 
 def test_serves_files_and_folders_and_lists_them(serve: Any, tmp_path: Path) -> None:
@@ -23,6 +23,18 @@ def test_serves_files_and_folders_and_lists_them(serve: Any, tmp_path: Path) -> 
     folder = serve(COUNCILS)
     ids = {w["workflowId"] for w in folder.request("GET", "/v1/workflows")[1]["workflows"]}
     assert ids == {"desk", "deadline", "pingpong"}
+
+
+def test_the_docs_show_what_wop_serve_councils_prints(serve: Any) -> None:
+    # docs/guides/serve.md and docs/cli.md print `wop serve councils/`'s first line.
+    served = serve(REPO / "councils")
+    first = next(line for line in served.logs().splitlines() if line.startswith("wop serve: "))
+    assert f"store {served.store}," in first
+    first = first.replace(f"store {served.store},", "store .wop/runs.db,")
+    for doc in ("docs/guides/serve.md", "docs/cli.md"):
+        text = (REPO / doc).read_text(encoding="utf-8")
+        shown = [line for line in text.splitlines() if line.startswith("wop serve: ")]
+        assert shown == [first], doc
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

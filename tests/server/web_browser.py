@@ -15,8 +15,13 @@ import pytest
 if TYPE_CHECKING:
     from tests.server.conftest import Served
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+"""The browser's names on PATH: Debian's, other distributions', Google's."""
+
+NO_BROWSER = ("no headless Chromium for the chat page tests: put chromium (or Chrome) and "
+              "chromedriver on PATH; `.ci/browser.sh` installs Debian's chromium and "
+              "chromium-driver (as root)")
+"""The one skip reason of every browser test (the same words, so they sum up in one line)."""
 
 WEB_COUNCILS = Path(__file__).resolve().parent / "web_councils"
 
@@ -34,28 +39,45 @@ def host_path(councils: Path) -> str:
     return os.pathsep.join(p for p in parts if p)
 
 
-def require_browser() -> None:
-    """Skip without chromium (never in CI: there a missing browser is a failure)."""
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
-    if missing and not os.environ.get("CI"):
-        pytest.skip(f"needs chromium and chromium-driver (apt-get install chromium "
-                    f"chromium-driver); missing {', '.join(missing)}")
+@dataclass(frozen=True)
+class Browser:
+    """A Chromium and its chromedriver, found on PATH."""
+
+    chromium: str
+    chromedriver: str
+
+
+def find_browser() -> Browser | None:
+    """The first of :data:`CHROMIUMS` on PATH with a chromedriver, or ``None``."""
+    chromium = next((found for name in CHROMIUMS if (found := shutil.which(name))), None)
+    driver = shutil.which("chromedriver")
+    return Browser(chromium, driver) if chromium and driver else None
+
+
+def require_browser() -> Browser:
+    """The browser, or skip saying how to get one (in CI, where one is installed, fail)."""
+    browser = find_browser()
+    if browser is None:
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"{NO_BROWSER}; CI never skips these tests", pytrace=False)
+        pytest.skip(NO_BROWSER)
     pytest.importorskip("selenium", reason="needs selenium (the dev extra)")
+    return browser
 
 
-def new_driver(profile: Path, extra_args: tuple[str, ...] = ()) -> Any:
+def new_driver(browser: Browser, profile: Path, extra_args: tuple[str, ...] = ()) -> Any:
     """A headless Chromium with no network beyond the page's host, no first-run noise."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = browser.chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--no-first-run", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
                 "--window-size=1280,800", f"--user-data-dir={profile}", *extra_args):
         options.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    return webdriver.Chrome(service=Service(browser.chromedriver), options=options)
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20) -> T:

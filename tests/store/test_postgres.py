@@ -265,7 +265,10 @@ def test_a_claim_is_held_by_the_driving_connection(pg_url: str) -> None:
     store, other = PostgresStore(pg_url), PostgresStore(pg_url)
     try:
         store.append("r1", make_events("r1", 0, 1), 0)
+        assert store.driven("r1") is False
         with store.claim("r1"):
+            assert other.driven("r1") is True  # Held by another store's session.
+            assert other.driven("r2") is False
             with pytest.raises(RunBusy) as caught, other.claim("r1"):
                 pass  # pragma: no cover - refused
             assert "another process or host sharing postgresql://" in str(caught.value)

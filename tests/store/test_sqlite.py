@@ -271,13 +271,16 @@ def test_a_claim_holds_across_processes_until_its_holder_dies(db: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "claimed"
         store = SqliteStore(db)
         try:
+            assert store.driven("r1") is True and store.driven("r2") is False
             with pytest.raises(StoreConflict, match="executing in another process"), \
                     store.claim("r1"):
                 pass  # pragma: no cover - refused
             with store.claim("r2"):  # Another run of the same file is free.
-                pass
+                assert store.driven("r2") is True  # Held here.
+            assert store.driven("r1") is True  # Asking took nothing: still held there.
             os.kill(holder.pid, signal.SIGKILL)  # The OS drops the lock with its process.
             holder.communicate(timeout=30)
+            assert store.driven("r1") is False
             with store.claim("r1"):
                 pass
         finally:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from tests.testing.helpers import INI, RELEASE_TEAM_TOML, run, snapshot_files
 
 pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
 
 README_EXAMPLE = '''
 from wopdsl.testing.snapshot import EventLogSnapshot
@@ -32,7 +35,7 @@ room review (writer, reviewer)
   reviewer team/reviewer/2/0 @writer: Reviewed team/writer/1/0: Please review: Prepare a release note.
 
 results
-  writer (writer): Finished Prepare a release note.: Reviewed team/writer/1/0: Please review: Prepare a release note.
+  writer (writer): Finished after review team/reviewer/2/0: Prepare a release note.
   reviewer (reviewer): Draft checked.
 """  # noqa: E501 - transcript lines are as long as their messages.
 
@@ -89,18 +92,22 @@ def test_the_readme_example_writes_a_text_and_a_json_file_then_passes(
     assert snapshot_files(project) == files
 
 
-def test_a_changed_council_fails_with_a_small_readable_diff_and_update_rewrites(
-    project: pytest.Pytester,
-) -> None:
+def _changed_council(project: pytest.Pytester) -> pytest.RunResult:
+    """Record the README example's snapshots, change the reviewer's summary, run again."""
     project.makepyfile(test_release=README_EXAMPLE)
     run(project, "--snapshot-update").assert_outcomes(passed=1)
     council = project.path / "councils" / "release-team.toml"
     council.write_text(RELEASE_TEAM_TOML.replace("Draft checked.", "Draft approved."),
                        encoding="utf-8")
-
     changed = run(project)
-
     changed.assert_outcomes(failed=1)
+    return changed
+
+
+def test_a_changed_council_fails_with_a_small_readable_diff_and_update_rewrites(
+    project: pytest.Pytester,
+) -> None:
+    changed = _changed_council(project)
     assert changed.ret == pytest.ExitCode.TESTS_FAILED
     report = changed.stdout.lines
     changed.stdout.fnmatch_lines([
@@ -124,6 +131,36 @@ def test_a_changed_council_fails_with_a_small_readable_diff_and_update_rewrites(
         "Draft checked.", "Draft approved.")
     assert '"summary": "Draft approved."' in files["test_release/test_release_team.1.json"]
     run(project).assert_outcomes(passed=1)
+
+
+def _guide_block(after: str) -> list[str]:
+    """The lines of docs/guides/testing.md's first code block after the line ``after``."""
+    guide = (ROOT / "docs" / "guides" / "testing.md").read_text(encoding="utf-8")
+    block = guide.split(f"\n{after}\n", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+    return block.splitlines()
+
+
+def test_a_failed_assertion_leaves_the_later_snapshots_unused_as_the_guide_says(
+    project: pytest.Pytester,
+) -> None:
+    changed = _changed_council(project)
+    # What the guide quotes, word for word (syrupy's own report lines).
+    quoted = [line for line in _guide_block(
+        'The report under the failure above also counts a snapshot as unused:') if line]
+    assert quoted == ["1 snapshot failed. 1 snapshot unused.",
+                      "Re-run pytest with --snapshot-update to delete unused snapshots."]
+    changed.stdout.fnmatch_lines([quoted[0], "", quoted[1]])
+    before = snapshot_files(project)
+
+    # The guide's warning: --snapshot-update while the test fails before its snapshot
+    # assertions deletes the snapshots it did not reach.
+    project.makepyfile(test_release=README_EXAMPLE.replace(
+        "    assert run.transcript == snapshot",
+        '    assert run.status == "failed"\n    assert run.transcript == snapshot'))
+    run(project, "--snapshot-update").assert_outcomes(failed=1)
+    assert sorted(before) == ["test_release/test_release_team.1.json",
+                              "test_release/test_release_team.txt"]
+    assert snapshot_files(project) == {}
 
 
 def test_an_event_log_diff_shows_the_changed_json_lines(project: pytest.Pytester) -> None:

@@ -133,3 +133,25 @@ async def test_the_roster_shows_who_else_watches_and_types(db_path: Path) -> Non
         finally:
             other.communicate(timeout=30)
         await app.council_run.cancel()  # type: ignore[union-attr]
+
+
+def test_wop_tui_as_someone_who_is_not_a_person_is_refused_before_any_screen(
+        tmp_path: Path) -> None:
+    # Nobody posts as another member by a typo: `--as` must name a human member.
+    council = Path(__file__).resolve().parents[2] / "councils" / "advisory-board.toml"
+    store = tmp_path / "runs.db"
+    wop = Path(sys.executable).with_name("wop")
+    for name, target in (("foundr", str(council)), ("strategist", str(council))):
+        done = subprocess.run([str(wop), "tui", target, "--as", name, "--store", str(store)],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.startswith(
+            f"error[validation_error]: --as {name}: not a human member of this council "
+            "(human members: founder)"), done.stderr
+        assert "pass --as with one of founder" in done.stderr
+        assert not store.exists()  # refused before a run was started
+    run = wopdsl.load(council).run(store=store)  # waits for the founder
+    done = subprocess.run([str(wop), "tui", run.run_id, "--as", "engineer", "--store",
+                           str(store)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error[validation_error]: --as engineer: not a human member")

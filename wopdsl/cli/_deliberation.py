@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from wopdsl import Run, attach
-from wopdsl.cli._drive import _live, _rebind
-from wopdsl.cli._output import EXIT_OK, LivePrinter, print_json, terminal_safe
+from wopdsl.cli._drive import act_then_follow
+from wopdsl.cli._output import EXIT_OK, print_json, terminal_safe
 from wopdsl.cli._targets import Context
 from wopdsl.store import require_run
 
@@ -19,18 +19,13 @@ def cmd_vote(ctx: Context, args: argparse.Namespace) -> int:
 
     Exit codes as ``wop run``: the run goes on after the vote until it ends or waits.
     """
-    council = _rebind(ctx, args.run, args.council)
-    store = ctx.store()
-    printer = LivePrinter.resuming(ctx.out, store, args.run, quiet=args.json)
-    ctx.run_id = args.run
 
-    async def begin() -> tuple[Run, str]:
-        run = attach(store, args.run, council=council)
+    async def vote(run: Run) -> str:
         await run.vote(args.decision, _choice(args.choice), reason=args.reason or "",
                        as_=args.as_, text=args.text or "")
-        return run, f"voted {args.choice} on {args.decision}"
+        return f"voted {args.choice} on {args.decision}"
 
-    return _live(ctx, printer, args.json, begin, Run.wait)
+    return act_then_follow(ctx, args, vote)
 
 
 def _choice(text: str) -> str | int | float:

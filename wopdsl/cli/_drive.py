@@ -211,16 +211,30 @@ def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
     """``wop reply RUN --room R [--as MEMBER] [--steer] TEXT``: post as the human, go on."""
+
+    async def post(run: Run) -> None:
+        await run.reply(args.text or "", room=args.room, as_=args.as_,
+                        resume=_resume_payload(args), steer=args.steer)
+
+    return act_then_follow(ctx, args, post)
+
+
+def act_then_follow(ctx: Context, args: argparse.Namespace,
+                    act: Callable[[Run], Awaitable[str | None]]) -> int:
+    """Act on the stored run ``args.run`` (a post, a vote, a decision), then follow it.
+
+    ``act`` gets the run (its python handlers re-bound from ``args.council``) and returns a
+    line to print first, or ``None``. What the run logged before is known, not printed again.
+    Exit codes as ``wop run``: the run goes on until it ends or waits.
+    """
     council = _rebind(ctx, args.run, args.council)
     store = ctx.store()
     printer = LivePrinter.resuming(ctx.out, store, args.run, quiet=args.json)
     ctx.run_id = args.run
 
-    async def begin() -> tuple[Run, None]:
+    async def begin() -> tuple[Run, str | None]:
         run = attach(store, args.run, council=council)
-        await run.reply(args.text or "", room=args.room, as_=args.as_,
-                        resume=_resume_payload(args), steer=args.steer)
-        return run, None
+        return run, await act(run)
 
     return _live(ctx, printer, args.json, begin, Run.wait)
 

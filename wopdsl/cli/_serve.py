@@ -19,8 +19,6 @@ DEFAULT_COUNCILS = "councils"
 
 def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> None:
     """Register ``wop serve`` on the subparsers."""
-    from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
-
     cmd = sub.add_parser("serve", parents=[common],
                          help="serve councils over the OpenWOP v1 HTTP API (SSE)",
                          description="Serve the councils in PATH (files or folders of .toml "
@@ -41,14 +39,10 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
     cmd.add_argument("--tokens", metavar="FILE",
                      help='bearer tokens: a TOML file with [tokens] principal = "token" '
                           "(also $WOP_TOKENS=alice=token1,bob=token2)")
-    cmd.add_argument("--max-participants", type=int_at_least(2), metavar="N",
-                     default=DEFAULT_MAX_PARTICIPANTS)
     cmd.add_argument("--max-runs", type=int_at_least(1), metavar="N", default=1000,
                      help="most unfinished runs held at once (429 beyond; default 1000)")
     cmd.add_argument("--max-subscribers", type=int_at_least(1), metavar="N", default=2000,
                      help="most open event streams (503 beyond; default 2000)")
-    cmd.add_argument("--max-body-bytes", type=int_at_least(1), metavar="N",
-                     default=256 * 1024, help="largest request body (413 beyond)")
     cmd.add_argument("--keepalive", type=float, metavar="SECONDS", default=15.0,
                      help="seconds between SSE keep-alive comments (at most 15)")
     cmd.add_argument("--max-connections", type=int_at_least(1), metavar="N", default=4096,
@@ -58,14 +52,32 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
                      help="seconds a connection has to send a request head (default 10)")
     cmd.add_argument("--body-timeout", type=float, metavar="SECONDS", default=30.0,
                      help="seconds a request has to send its body (408 beyond; default 30)")
-    cmd.add_argument("--conformance", action="store_true",
-                     help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
-                          "and the multi-party test seam; without PATH, only them")
+    host_options(cmd, int_at_least)
+    cmd.add_argument("--a2a", action="store_true",
+                     help="also serve each council as an A2A 1.0 agent: its card at "
+                          "/a2a/COUNCIL/.well-known/agent-card.json, JSON-RPC at /a2a/COUNCIL "
+                          "(needs the a2a extra)")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
     cmd.add_argument("--otel", action="store_true",
                      help="export the runs' OpenTelemetry spans live to "
                           "$OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
+
+
+def host_options(cmd: argparse.ArgumentParser, int_at_least: Any) -> None:
+    """The options of ``wop serve`` that shape its discovery document (both commands take them)."""
+    from wopdsl.protocol.capabilities import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTICIPANTS
+
+    cmd.add_argument("--max-participants", type=int_at_least(2), metavar="N",
+                     default=DEFAULT_MAX_PARTICIPANTS,
+                     help="most agent participants per room (multiPartyConversation."
+                          f"maxParticipants; default {DEFAULT_MAX_PARTICIPANTS})")
+    cmd.add_argument("--max-body-bytes", type=int_at_least(1), metavar="N",
+                     default=DEFAULT_MAX_BODY_BYTES,
+                     help="largest request body (413 beyond; limits.maxRequestBodyBytes)")
+    cmd.add_argument("--conformance", action="store_true",
+                     help="also serve the OpenWOP conformance fixtures (discovery fixtures[]) "
+                          "and the multi-party test seam; without PATH, only them")
 
 
 def discover(paths: list[str]) -> list[Council]:
@@ -134,8 +146,15 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     councils = [] if args.conformance and not args.paths else discover(args.paths)
     store = ctx.store()
     hosts = _allowed_hosts(args.allowed_hosts, args.host, ctx)
+    if args.a2a:
+        try:
+            import a2a.server  # noqa: F401
+        except ModuleNotFoundError:
+            raise CommandError("SERVER_MISSING", "wop serve --a2a needs the a2a extra (a2a-sdk "
+                               "is not installed)", hint="pip install 'wopdsl[server,a2a]'"
+                               ) from None
     app = create_app(store, councils, tokens=tokens, limits=limits, allowed_hosts=hosts,
-                     conformance=args.conformance)
+                     conformance=args.conformance, a2a=args.a2a)
     import logging
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
@@ -149,6 +168,9 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
     print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_shown}, "
           f"auth: {auth}", file=ctx.err, flush=True)
+    if args.a2a:
+        print(f"wop serve: A2A agents at /a2a/COUNCIL for {', '.join(c.id for c in councils)} "
+              "(cards at /a2a/COUNCIL/.well-known/agent-card.json)", file=ctx.err, flush=True)
     from wopdsl.server.connections import connection_budget, guarded_protocol
     from wopdsl.server.logs import throttle
 
@@ -198,4 +220,4 @@ def _server_class(uvicorn: Any) -> Any:
     return Server
 
 
-__all__ = ["DeclarationError", "add_serve", "cmd_serve", "discover"]
+__all__ = ["DeclarationError", "add_serve", "cmd_serve", "discover", "host_options"]

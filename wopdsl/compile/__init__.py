@@ -85,6 +85,9 @@ def compile(
                               member.max_output_bytes or settings.max_output_bytes,
                               toolsets.get(member.id))
                    if member.engine == "llm"
+                   else _a2a_agent(spec, member,
+                                   member.max_output_bytes or settings.max_output_bytes)
+                   if member.engine == "a2a"
                    else _agent(member, index, handlers, base_dir, problems,
                                timeout / 1000 if timeout else None,
                                member.max_output_bytes or settings.max_output_bytes)),
@@ -212,6 +215,19 @@ def _llm_agent(spec: CouncilSpec, member: MemberSpec, index: int, clients: dict[
         repair_attempts=member.repair_attempts if member.repair_attempts is not None
         else DEFAULT_REPAIR_ATTEMPTS, max_output_bytes=max_output_bytes, toolset=toolset,
         votes=_votes_of(spec, member.id))
+
+
+def _a2a_agent(spec: CouncilSpec, member: MemberSpec, max_output_bytes: int) -> MemberAgent:
+    # Imported here: only councils with a2a members load the engine (the SDK loads later).
+    from wopdsl.agents.a2a import A2aAgent
+    from wopdsl.agents.llm.prompts import RoomView
+
+    assert member.url is not None  # check_spec guarantees it
+    rooms = tuple(RoomView(room.id, room.title or room.id,
+                           tuple(m for m in room.members if m != member.id))
+                  for room in spec.rooms if member.id in room.members)
+    return A2aAgent(member.id, member.url, dict(member.headers or {}), rooms,
+                    max_output_bytes=max_output_bytes)
 
 
 def _votes_of(spec: CouncilSpec, member: str) -> int:

@@ -57,13 +57,17 @@ class Dispatch(Batches, Deliberation):
         for member_id in queue:
             member = members[member_id]
             if member.turns >= member.cap:
-                self._fail("TEAM_TURN_LIMIT",
-                           f"{member_id} was requested again but has used all {member.cap} of "
-                           "its turns (max_turns)", member_id)
+                self._fail_turn_limit(member_id)
                 return None
         if graph.awaits:
             self._request_waits()
-        chosen = [m for m in queue if not members[m].awaited][: state.concurrency]
+        chosen: list[str] = []
+        limit = state.concurrency
+        for member_id in queue:  # The first `limit` queued members not awaited.
+            if not members[member_id].awaited:
+                chosen.append(member_id)
+                if len(chosen) == limit:
+                    break
         if not chosen:
             if not state.queue:
                 self._complete()

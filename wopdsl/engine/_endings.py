@@ -63,6 +63,23 @@ class Endings(EventWriter):
             payload["failedNodeId"] = node
         self._emit("run.failed", payload)
 
+    def _fail_turn_limit(self, member_id: str) -> None:
+        """Fail the run for a member requested after its cap: who asked, the cap, the fixes."""
+        state = self.state
+        cap = state.members[member_id].cap
+        triggers = [state.messages[m] for m in state.queue.get(member_id, ())
+                    if m in state.messages]
+        asked = ", ".join(dict.fromkeys(f"{m.sender} in room '{m.room}'" for m in triggers))
+        self._fail("TEAM_TURN_LIMIT",
+                   f"{member_id} was {f'mentioned by {asked}' if asked else 'requested'} after "
+                   f"using all {cap} of its turns (max_turns = {cap}); fix: raise its "
+                   "max_turns (or max_turns_per_member), debate in a room with rounds = N (a "
+                   "mention there never adds a turn), or end the discussion on a decision "
+                   "([[decisions]]: members vote instead of asking again; see "
+                   "docs/guides/deliberation.md)", member_id,
+                   {"member": member_id, "limit": "max_turns", "value": cap,
+                    "mentionedBy": list(dict.fromkeys(m.sender for m in triggers))})
+
     async def _fail_for_store(self, exc: StoreError) -> None:
         """End the run as failed (``STORE_ERROR``) if the log can still say so: honestly."""
         if isinstance(exc, StoreConflict | StoreUnavailable):

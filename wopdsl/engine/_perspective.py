@@ -62,8 +62,13 @@ def _visible_tail(state: CouncilState, room_id: str, viewer: str, cut: int) -> l
     messages = state.rooms[room_id].messages
     if cut >= len(messages):
         return messages[-tail:]
-    # Blind, mid-round: its own posts, and steering posts (instructions, not answers).
-    own = [m for m in messages[cut:] if m.sender == viewer or m.id in state.steering]
+    own = state.rooms[room_id].round_posts.get(viewer, [])  # Blind, mid-round.
+    if state.steering:  # Steering posts stay visible: instructions, not answers.
+        first = state.order[messages[cut].id]
+        steers = [state.messages[post] for post in state.steering
+                  if state.messages[post].room == room_id and state.order[post] >= first]
+        if steers:
+            own = _merged(state, own, steers)
     return (messages[max(0, cut - tail):cut] + own)[-tail:]
 
 
@@ -180,7 +185,7 @@ def decision_views(state: CouncilState, viewer: str) -> list[dict[str, Any]]:
                               rule=definition.get("rule", "majority"))
             else:
                 static["scale"] = list(definition.get("scale") or ())
-        view = {**static, "open": not decision.closed, "voter": viewer in decision.voters,
+        view = {**static, "open": not decision.closed, "voter": viewer in decision.voter_set,
                 "votes": len(decision.votes)}
         mine = decision.votes.get(viewer)
         if mine is not None:

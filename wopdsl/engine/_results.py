@@ -77,37 +77,51 @@ def checked_votes(state: CouncilState, member: str, votes: Any) -> list[dict[str
         raise TurnError("RESULT_INVALID", f"{member}: votes must be a list of "
                         "{decision, choice, reason}", {"field": "votes"})
     checked: list[dict[str, Any]] = []
-    seen: set[str] = set()
     for index, vote in enumerate(votes):
-        where = f"votes[{index}]"
-        if not isinstance(vote, dict) or not isinstance(vote.get("decision"), str):
-            raise TurnError("RESULT_INVALID", f"{member}: {where} must be {{decision, choice, "
-                            "reason}", {"field": where})
-        name = vote["decision"]
-        decision = state.decisions.get(name)
-        problem = None
-        if decision is None:
-            problem = (f"decision '{name}' does not exist (decisions: "
-                       f"{', '.join(state.decisions) or 'none'})")
-        elif decision.closed:
-            problem = f"decision '{name}' is closed (outcome: {decision.outcome})"
-        elif member not in decision.voters:
-            problem = (f"{member} is not a voter of decision '{name}' "
-                       f"(voters: {', '.join(decision.voters)})")
-        elif name in seen:
-            problem = f"decision '{name}' is voted on twice in one turn"
-        reason = vote.get("reason", "")
-        if problem is None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
-            problem = f"the reason must be text of at most {MAX_REASON_CHARS} characters"
-        choice = None
-        if problem is None and decision is not None:
-            problem, choice = choice_problem(decision.definition, vote.get("choice"))
-        if problem is not None:
-            raise TurnError("RESULT_INVALID", f"{member}: {where}: {problem}",
-                            {"field": where})
-        seen.add(name)
-        checked.append({"decision": name, "choice": choice, "reason": reason})
+        name = vote.get("decision") if isinstance(vote, dict) else None
+        decision = state.decisions.get(name) if isinstance(name, str) else None
+        reason = vote.get("reason", "") if decision is not None else ""
+        choice = vote.get("choice") if decision is not None else None
+        options = decision.definition.get("options") if decision is not None else None
+        if decision is not None and not decision.closed and member in decision.voter_set and \
+                type(reason) is str and len(reason) <= MAX_REASON_CHARS and \
+                type(choice) is str and options is not None and choice in options and \
+                all(c["decision"] != name for c in checked):
+            checked.append({"decision": name, "choice": choice, "reason": reason})
+            continue  # The common case, checked without building a message.
+        checked.append(_checked_vote(state, member, vote, index, checked))
     return checked
+
+
+def _checked_vote(state: CouncilState, member: str, vote: Any, index: int,
+                  before: list[dict[str, Any]]) -> dict[str, Any]:
+    """One vote checked in full (a score, a case-folded option, or a problem to report)."""
+    where = f"votes[{index}]"
+    if not isinstance(vote, dict) or not isinstance(vote.get("decision"), str):
+        raise TurnError("RESULT_INVALID", f"{member}: {where} must be {{decision, choice, "
+                        "reason}", {"field": where})
+    name = vote["decision"]
+    decision = state.decisions.get(name)
+    problem = None
+    if decision is None:
+        problem = (f"decision '{name}' does not exist (decisions: "
+                   f"{', '.join(state.decisions) or 'none'})")
+    elif decision.closed:
+        problem = f"decision '{name}' is closed (outcome: {decision.outcome})"
+    elif member not in decision.voters:
+        problem = (f"{member} is not a voter of decision '{name}' "
+                   f"(voters: {', '.join(decision.voters)})")
+    elif any(c["decision"] == name for c in before):
+        problem = f"decision '{name}' is voted on twice in one turn"
+    reason = vote.get("reason", "")
+    if problem is None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+        problem = f"the reason must be text of at most {MAX_REASON_CHARS} characters"
+    choice = None
+    if problem is None and decision is not None:
+        problem, choice = choice_problem(decision.definition, vote.get("choice"))
+    if problem is not None:
+        raise TurnError("RESULT_INVALID", f"{member}: {where}: {problem}", {"field": where})
+    return {"decision": name, "choice": choice, "reason": reason}
 
 
 def post_problem(

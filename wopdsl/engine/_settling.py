@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from wopdsl._ids import message_id
-from wopdsl.engine._endings import Endings
+from wopdsl.engine._asks import Asks
 from wopdsl.engine._steering import Steering, steered_retry
 from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms
-from wopdsl.errors import TurnError, TurnSuspended
+from wopdsl.errors import TurnAsks, TurnError, TurnSuspended
 from wopdsl.state import Inflight
 
 __all__ = ["Settling"]
 
 
-class Settling(Steering, Endings):
+class Settling(Steering, Asks):
     """Writes a settled batch's outcomes (the caller commits them)."""
 
     _retry_wait: float | None
@@ -39,6 +39,8 @@ class Settling(Steering, Endings):
                 self.after_settle(batch)
                 return
         failure: tuple[str, TurnError] | None = None
+        outcomes = [(self._unanswerable(i, o) or o) if isinstance(o, TurnAsks) else o
+                    for i, o in zip(batch, outcomes, strict=True)]
         # A turn a steer stopped runs again first, whatever it produced (steering.md).
         steered = [None if timed_out else self._steered_now(i, o)
                    for i, o in zip(batch, outcomes, strict=True)]
@@ -55,6 +57,8 @@ class Settling(Steering, Endings):
             if stop is not None:
                 self._emit("node.retried", steered_retry(stop), node_id=member)
                 continue
+            if isinstance(outcome, TurnAsks):  # its agent asks: the run waits for an answer
+                self._write_ask(inflight, outcome)
             if isinstance(outcome, TurnSuspended):
                 continue  # it stays in flight, waiting for a decision (its node.suspended)
             if isinstance(outcome, TurnError):

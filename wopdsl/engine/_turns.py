@@ -31,7 +31,8 @@ MAX_TRACEBACK_CHARS: Final = 16_384
 """A failure's recorded traceback keeps at most its last this many characters."""
 MAX_RETRY_DELAY_MS: Final = 3_600_000
 """The longest wait before a retry, however many retries came before."""
-NOT_RETRIED: Final = frozenset({"SCRIPT_EXHAUSTED", "TEMPLATE_LIMIT", "TOOL_IN_DOUBT"})
+NOT_RETRIED: Final = frozenset({"SCRIPT_EXHAUSTED", "TEMPLATE_LIMIT", "TOOL_IN_DOUBT",
+                                 "A2A_IN_DOUBT"})
 """Turn failures a retry would only repeat: they fail the turn at once."""
 _RESULTS: Final = frozenset({Reply, dict, str})
 

@@ -235,6 +235,16 @@ class EventWriter:
         self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id, turn),
                    node_id=p.room_node_id(room_id), causation=room.last_event_id)
 
+    def _note(self, room_id: str, text: str, **facts: Any) -> None:
+        """A ``system`` turn in the room's conversation carrying ``facts`` in its content."""
+        room = self.state.rooms[room_id]
+        turn = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
+                             room_id)
+        turn["content"].update(facts)
+        self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id,
+                                                                      turn),
+                   node_id=p.room_node_id(room_id), causation=room.last_event_id)
+
     def _roster(self, room_id: str) -> frozenset[str]:
         roster = self._rosters.get(room_id)
         if roster is None:  # The graph never changes: build each room's roster once.

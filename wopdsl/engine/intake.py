@@ -270,6 +270,7 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
             raise refused from None
     if turn is not None:
         _check_size(text, mention_list, compiled.max_input_bytes, member)
+        _check_mentions(mention_list, list(room.members), room_id)
         if operation == "exchange" and state.members[member].turns >= compiled.cap:
             raise _refuse(f"{member} has used all {compiled.cap} of its turns (max_turns)")
         problem = post_problem(graph, state, member, room_id, text, mention_list) \
@@ -312,6 +313,17 @@ def _check_steer(operation: str, human: bool, member: str, text: str) -> None:
     if not text:
         raise _refuse("a steer needs text: what should the members do instead?",
                       hint='e.g. wop reply RUN --room R --steer "@cfo use the 2M budget"')
+
+
+def _check_mentions(mentions: list[str], members: list[str], room_id: str) -> None:
+    """Refuse a mention of someone outside the room, naming the room's members."""
+    for target in mentions:
+        if target != "all" and target not in members:
+            raise _refuse(f"mention '@{target}' is not a member of room '{room_id}' "
+                          f"({', '.join(members)}){_guess(target, members)}",
+                          hint=f"mention members of room '{room_id}': "
+                               f"{', '.join('@' + m for m in members)} (or @all); a name "
+                               "without @ asks nobody")
 
 
 def _guess(word: str, choices: list[str]) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from wopdsl._ids import MAX_SAFE_INT
 from wopdsl.errors import Problem
+from wopdsl.model._a2a_checks import check_a2a_member
 from wopdsl.model._deliberation_checks import check_deliberation
 from wopdsl.model._llm_checks import check_budget, check_llm_member
 from wopdsl.model._tool_checks import check_tools
@@ -50,6 +51,7 @@ def check_spec(spec: CouncilSpec) -> list[Problem]:
         where = f"members[{index}]{_label(member.id)}"
         problems += _check_engine(member, where)
         problems += check_llm_member(spec, member, where)
+        problems += check_a2a_member(member, where)
         problems += check_tools(spec, member, where)
         problems += _check_script(member, where, rooms, members)
     problems += check_deliberation(spec)

@@ -3,7 +3,7 @@
 A decision belongs to one room; its voters (by default every member of the room but the
 chair) vote with a turn result's ``votes``. Each decision has either ``options`` (a choice
 among names, settled by ``rule``) or a ``scale`` (a score, settled by the median). The rules
-themselves are in :mod:`wopdsl.model.votes` (re-exported here).
+themselves are in :mod:`wopdsl.model.votes`.
 """
 
 from __future__ import annotations
@@ -13,31 +13,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
-from wopdsl.model.votes import (
-    MAX_REASON_CHARS,
-    NO_MAJORITY,
-    NO_QUORUM,
-    RESERVED_MEMBER_IDS,
-    TIED,
-    Rule,
-    Tally,
-    choice_problem,
-    tally,
-)
+from wopdsl.model.votes import Rule
 
-__all__ = [
-    "MAX_REASON_CHARS",
-    "NO_MAJORITY",
-    "NO_QUORUM",
-    "RESERVED_MEMBER_IDS",
-    "TIED",
-    "DecisionSpec",
-    "Rule",
-    "ScriptVote",
-    "Tally",
-    "choice_problem",
-    "tally",
-]
+__all__ = ["DecisionSpec", "ScriptVote"]
 
 
 _Ident = Annotated[StrictStr, Field(pattern=IDENT_PATTERN, min_length=1, max_length=64)]

@@ -26,7 +26,7 @@ from pydantic import (
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 from wopdsl.model.deliberation import DecisionSpec, ScriptVote
 from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
-from wopdsl.model.tools import MAX_TOOLS_LIMIT, McpServerSpec, ToolPolicy, ToolRef
+from wopdsl.model.tools import MAX_TOOLS_LIMIT, HeaderMap, McpServerSpec, ToolPolicy, ToolRef
 
 __all__ = [
     "CouncilSettings",
@@ -57,7 +57,7 @@ Retries = Annotated[StrictInt, Field(ge=0, le=MAX_RETRIES)]
 BackoffMs = Annotated[StrictInt, Field(ge=0, le=MAX_RETRY_BACKOFF_MS)]
 """Base delay before a retry in milliseconds: 0 ... 3,600,000."""
 
-EngineKind = Literal["python", "script", "human", "external", "llm"]
+EngineKind = Literal["python", "script", "human", "external", "llm", "a2a"]
 """Who produces a member's turns."""
 
 
@@ -211,7 +211,7 @@ class MemberSpec(_Frozen):
     engine: EngineKind = "python"
     """Who produces the turns: ``python`` (a handler), ``script``, ``human`` (a person),
     ``external`` (an agent outside the process submits them, as ``role: "agent"`` turns) or
-    ``llm`` (a chat model, see ``[models.NAME]``)."""
+    ``llm`` (a chat model, see ``[models.NAME]``) or ``a2a`` (a remote A2A agent at ``url``)."""
     handler: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
     """For ``python``: ``module:function``, imported relative to the council file."""
     script: list[ScriptStep] | None = None
@@ -259,6 +259,13 @@ class MemberSpec(_Frozen):
     """For ``llm`` with tools: most tools offered to the model (default 128); more, e.g. from
     an ``mcp:SERVER/*`` that lists many, is refused before the run starts."""
 
+    # -- remote A2A agents (DESIGN.md §25) ---------------------------------------------------
+    url: StrictStr | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=4096)
+    """For ``a2a``: the agent's base URL (its card is at ``/.well-known/agent-card.json``)."""
+    headers: HeaderMap | None = None
+    """For ``a2a``: HTTP header name → ``env:NAME``, the environment variable holding its value
+    (``Authorization = "env:ANALYST_TOKEN"``); values never enter the log."""
+
 
 _LATER_MEMBER_KEYS = ("principal",)
 """Optional member keys newer than the first digests (left out of the digest when unset)."""
@@ -268,7 +275,7 @@ _ROOM_DEFAULTS: dict[str, Any] = {"rounds": None, "blind": False, "anonymous": F
 """Room keys of deliberation, left out of the definition (and digest) while at default."""
 _LLM_MEMBER_KEYS = ("model", "temperature", "max_output_tokens", "system_prompt",
                     "turn_prompt", "repair_attempts", "tools", "tool_policy", "max_tool_calls",
-                    "max_tools")
+                    "max_tools", "url", "headers")
 
 
 class CouncilSpec(_Frozen):

@@ -38,10 +38,13 @@ __all__ = [
     "DEFAULT_MAX_TOOL_ERRORS",
     "DEFAULT_TOOL_TIMEOUT_MS",
     "MAX_TOOLS_LIMIT",
+    "EnvRef",
+    "HeaderMap",
     "McpServerSpec",
     "ToolPolicy",
     "ToolRef",
     "ToolReference",
+    "env_variable",
     "parse_tool_ref",
     "tool_name",
 ]
@@ -96,12 +99,30 @@ EnvName = Annotated[StrictStr, AfterValidator(_env_name)]
 """The NAME of an environment variable (never its value)."""
 
 
+def env_variable(value: str) -> str:
+    """The variable a header value names: ``env:NAME`` (or a bare ``NAME``) → ``NAME``."""
+    return value[4:] if value.startswith("env:") else value
+
+
+def _env_ref(value: str) -> str:
+    _env_name(env_variable(value))
+    return value
+
+
+EnvRef = Annotated[StrictStr, AfterValidator(_env_ref)]
+"""An environment variable named for a header: ``env:NAME`` (or a bare ``NAME``)."""
+
+
 def _header_names(value: dict[str, str]) -> dict[str, str]:
     for name in value:
         if not _HEADER.match(name):
             raise ValueError(f"{name!r} is not an HTTP header name | hint: header names are "
                              "letters, digits and -, e.g. Authorization")
     return value
+
+
+HeaderMap = Annotated[dict[str, EnvRef], AfterValidator(_header_names)]
+"""HTTP header name → the variable holding its value (``env:NAME``)."""
 
 
 class ToolReference(BaseModel):

@@ -9,9 +9,24 @@ posts from the partial answer (pydantic-core's partial JSON parser). The chat pa
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["streamed_text"]
+__all__ = ["StreamedCall", "streamed_posts", "streamed_text"]
+
+
+@dataclass(slots=True)
+class StreamedCall:
+    """One attempt of a member's model call being streamed to a viewer (AG-UI, A2A)."""
+
+    channel: str
+    """The ``output.chunk`` channel of the attempt."""
+    position: int
+    """The position of the member's turn (its posts' ids)."""
+    text: str = ""
+    """The answer so far (the chunks, joined)."""
+    sent: dict[int, str] = field(default_factory=dict)
+    """Post index -> the text of that post sent to the viewer so far."""
 
 
 def streamed_text(answer: str, room: str | None = None) -> str | None:
@@ -31,11 +46,33 @@ def streamed_text(answer: str, room: str | None = None) -> str | None:
         >>> streamed_text("Plain words") is None
         True
     """
+    posts = streamed_posts(answer)
+    if posts is None:
+        return None
+    return "\n\n".join(text for post_room, text in posts
+                       if text and (room is None or post_room in (None, room)))
+
+
+def streamed_posts(answer: str) -> list[tuple[str | None, str]] | None:
+    """Return ``(room, text)`` of each post a (possibly cut-off) JSON answer is writing.
+
+    Args:
+        answer: The answer's text so far.
+
+    Returns:
+        One pair per post in the answer's ``posts`` so far, in order (the room ``None``
+        while it is not known yet, the text ``""`` before it starts), or ``None`` when the
+        answer is not JSON.
+
+    Example:
+        >>> streamed_posts('{"posts": [{"roomId": "desk", "text": "Hi"}, {"text": "Th')
+        [('desk', 'Hi'), (None, 'Th')]
+    """
     body = answer.lstrip()
     if body.startswith("```"):  # A fenced answer: ```json ...
         body = body.partition("\n")[2].lstrip()
     if not body:
-        return ""
+        return []
     if not body.startswith("{"):
         return None
     from pydantic_core import from_json
@@ -43,10 +80,10 @@ def streamed_text(answer: str, room: str | None = None) -> str | None:
     try:
         data: Any = from_json(body, allow_partial="trailing-strings")
     except ValueError:
-        return ""
+        return []
     posts = data.get("posts") if isinstance(data, dict) else None
-    texts = [post["text"] for post in posts if isinstance(post, dict)
-             and isinstance(post.get("text"), str) and post["text"]
-             and (room is None or post.get("roomId") in (None, room))] \
-        if isinstance(posts, list) else []
-    return "\n\n".join(texts)
+    if not isinstance(posts, list):
+        return []
+    return [(post["roomId"] if isinstance(post.get("roomId"), str) else None,
+             post["text"] if isinstance(post.get("text"), str) else "")
+            for post in posts if isinstance(post, dict)]

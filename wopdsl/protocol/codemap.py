@@ -13,13 +13,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["ERA_V1", "ERA_V2", "V2_GRAMMAR", "era_of", "renamed", "stored_type", "v1_type",
-           "v2_type"]
+__all__ = ["ERA_V1", "ERA_V2", "EVENT_LOG_SCHEMA_VERSION", "V2_GRAMMAR", "era_of", "renamed",
+           "stored_type", "v1_type", "v2_type"]
 
 ERA_V1: Final = 2
 """The event-log era of a log in v1 vocabulary (a ``run.started`` without the era key)."""
 ERA_V2: Final = 3
 """The event-log era of a log in v2 vocabulary (v2 ``persistence.md`` §The era key)."""
+EVENT_LOG_SCHEMA_VERSION: Final = ERA_V2
+"""The event-log era new runs are written in (v2 ``persistence.md`` §The era key): 3, the v2
+vocabulary. A run's own era is in its ``run.started`` (absent: 2, the v1 era; v1
+``version-negotiation.md`` §Stamping accepts 2 and above)."""
 
 V2_GRAMMAR: Final = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 """The codemap's ``grammar``: every v2 name matches it."""

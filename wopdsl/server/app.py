@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from wopdsl import Council, EventStore, WopError, load, open_store
+from wopdsl.server.agui import AguiApi
 from wopdsl.server.auth import BearerAuth
 from wopdsl.server.bulk import bulk_routes
 from wopdsl.server.config import Limits, Tokens
@@ -44,7 +45,7 @@ CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
 def create_app(store: str | os.PathLike[str] | EventStore | None = None,
                councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
                limits: Limits | None = None, allowed_hosts: Iterable[str] = (),
-               conformance: bool = False) -> Starlette:
+               conformance: bool = False, a2a: bool = False) -> Starlette:
     """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
 
     On startup the app resumes the unfinished runs of its councils that it can claim; on
@@ -61,6 +62,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             Requests for other names get 400 ``host_not_allowed`` (DNS rebinding).
         conformance: Also serve the OpenWOP conformance fixtures (advertised in discovery
             ``fixtures[]``) and the multi-party test seam (:mod:`wopdsl.server.conformance`).
+        a2a: Also serve every council as an A2A 1.0 agent (:mod:`wopdsl.server.a2a`; needs
+            the ``a2a`` extra).
 
     Returns:
         A Starlette app; ``app.state.host`` is its :class:`~wopdsl.server.host.Host`.
@@ -110,9 +113,13 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             if stand_in is not None:
                 stand_in.stop()
 
+    if a2a:
+        from wopdsl.server.a2a import a2a_routes
+
+        extra += a2a_routes(host, feeds, api.access, limits, api.idempotency)
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
               for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api),
-                        *presence_routes(presence), *extra,
+                        *presence_routes(presence), *extra, *AguiApi(api).routes(),
                         *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wopdsl.errors import ValidationError
+from wopdsl.protocol.capabilities import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTICIPANTS
 
 __all__ = ["LOOPBACK_HOSTS", "Limits", "Tokens", "is_loopback", "load_tokens"]
 
@@ -58,7 +59,7 @@ class Limits:
         body_timeout_s: Seconds a request has to send its body (408 ``request_timeout``).
     """
 
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_runs: int = 1000
     max_subscribers: int = 2000
     max_subscribers_per_run: int = 200
@@ -67,7 +68,7 @@ class Limits:
     max_poll_s: float = 60.0
     idempotency_ttl_s: float = 24 * 3600.0
     idempotency_entries: int = 10_000
-    max_participants: int = 32
+    max_participants: int = DEFAULT_MAX_PARTICIPANTS
     max_connections: int = 4096
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0

@@ -22,18 +22,10 @@ from wopdsl import EventStore, WopError, fork
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.io import read_body, read_object, want_int
 
-__all__ = ["ADVERTISED_MODES", "FORK_MODES", "answer", "fork_body", "fork_point", "forked"]
+__all__ = ["FORK_MODES", "answer", "fork_body", "fork_point", "forked"]
 
 FORK_MODES: Final = ("replay", "branch")
 """The ``mode`` values a fork takes."""
-
-ADVERTISED_MODES: Final = ("branch",)
-"""The modes discovery claims (``replay.modes``). ``replay`` is served but not claimed: the
-suite's ``replayDeterminism`` asks two replay forks of one run for identical payloads, and a
-council's payloads name their run (``conversationId``, interrupt keys, message ids) and
-their times (``ts``, ``durationMs``), and a replay fork calls its models again
-(docs/openwop.md §Conformance)."""
-
 
 async def fork_body(request: Request, max_bytes: int, timeout_s: float
                     ) -> tuple[str, int | None]:

@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from wopdsl import CouncilSpec, Run, __version__
-from wopdsl.protocol.capabilities import PROTOCOL_VERSION, capabilities
+from wopdsl import Run, __version__
+from wopdsl.protocol.capabilities import DRAIN_POLICIES, discovery
 from wopdsl.protocol.payloads import MEMBER_TYPE_ID, ROOM_TYPE_ID
 from wopdsl.server import forks, sse
 from wopdsl.server.access import Access, Action
@@ -26,7 +26,14 @@ from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, wan
 from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
-from wopdsl.server.turns import check_mentions, ended, resolve_speaker, room_of
+from wopdsl.server.turns import (
+    asked_room,
+    check_mentions,
+    council_spec,
+    ended,
+    resolve_speaker,
+    room_of,
+)
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot, wire_status
 from wopdsl.store import Answer
@@ -72,21 +79,11 @@ class Api:
     # -- discovery -------------------------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
-        """The discovery document: ``wop capabilities`` plus what this host adds."""
-        doc = capabilities(self.limits.max_participants,
-                           implementation={"name": "wopdsl", "version": __version__},
-                           model_provenance=_has_llm_members(self.host))
-        doc["protocolVersions"] = ["1.0", "2.0"]  # v1 and v2 (wopdsl.server.v2).
-        doc.setdefault("preferredVersion", PROTOCOL_VERSION)  # Read by the 2.x client.
-        doc["limits"]["maxRequestBodyBytes"] = self.limits.max_body_bytes
-        doc["runs"] = {"pauseResume": {"supported": True,  # capabilities.md §runs.pauseResume
-                                       "drainPolicies": list(DRAIN_POLICIES)}}
-        doc["replay"] = {"supported": True, "modes": list(forks.ADVERTISED_MODES)}
-        # RFC 0110: who watches and types per room (wopdsl.server.presence).
-        doc["channelPresence"] = {"supported": True}
-        if self.host.fixtures:
-            doc["fixtures"] = sorted(self.host.fixtures)
-        return doc
+        """The discovery document: what ``wop capabilities`` prints for the same councils."""
+        return discovery(self.host.councils.values(),
+                         implementation={"name": "wopdsl", "version": __version__},
+                         max_participants=self.limits.max_participants,
+                         max_body_bytes=self.limits.max_body_bytes, fixtures=self.host.fixtures)
 
     async def discovery(self, request: Request) -> Response:
         """``GET /.well-known/openwop`` (``Cache-Control``, ``ETag``; 304 on a match)."""
@@ -210,12 +207,13 @@ class Api:
 
         async def act(keep: Keep | None = None) -> tuple[int, dict[str, Any]]:
             run, state = await self.run_for(request, "read")
-            members = {m.id: m for m in _council_spec(run, state).members}
+            members = {m.id: m for m in council_spec(run, state).members}
             if state.status in TERMINAL_STATUSES and (
                     node_id.removeprefix("room:") in state.rooms or node_id in members):
                 raise ended(run_id, node_id, state.status, v2=major_of(request.scope) == 2)
-            if node_id.removeprefix("room:") not in state.rooms or any(
-                    a.member == node_id for a in state.tools.approvals.values()):
+            asked = asked_room(state, node_id)  # an a2a member's node: its agent asks
+            if asked is None and (node_id.removeprefix("room:") not in state.rooms or any(
+                    a.member == node_id for a in state.tools.approvals.values())):
                 # a member's node: its tool call waits for approval
                 decision = approval_at(state, members, node_id, body["resumeValue"])
                 self.access.check(principal, state, "approve", decision.approver,
@@ -225,7 +223,7 @@ class Api:
                                         principal=principal if self.tokens else None)
                 return 200, {"runId": run_id, "nodeId": node_id,
                              "status": await _status(run), "callId": decision.call}
-            room = room_of(state, node_id)
+            room = asked or room_of(state, node_id)
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
             self.access.check(principal, state, "post", speaker.member, speaker.principal)
             check_mentions(state, room, body["resumeValue"])
@@ -341,10 +339,6 @@ class Api:
         return JSONResponse(answer, status_code=status)
 
 
-DRAIN_POLICIES = ("immediate", "drain-current-node")
-"""``drainPolicy`` values of ``:pause`` (advertised as ``runs.pauseResume.drainPolicies``)."""
-
-
 async def _status(run: Run) -> str:
     """The run's status as the wire names it (``waiting-approval`` …, :func:`wire_status`)."""
     return wire_status(await run.astate())
@@ -352,12 +346,6 @@ async def _status(run: Run) -> str:
 
 def _principal(request: Request) -> str:
     return str(request.scope.get("state", {}).get("principal") or "")
-
-
-def _council_spec(run: Any, state: CouncilState) -> Any:
-    if run.council is not None:
-        return run.council.compile().spec
-    return CouncilSpec.model_validate(state.council)
 
 
 def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
@@ -377,12 +365,3 @@ def _workflow(council: Any, *, full: bool) -> dict[str, Any]:
         doc["definition"] = spec.to_data()
         doc["digest"] = spec.digest()
     return doc
-
-
-def _has_llm_members(host: Host) -> bool:
-    """Whether a council served has ``llm`` members, whose agent turns carry RFC 0109 provenance.
-
-    Conformance fixtures do not count: ``conformance-approval``'s gate posts no turn.
-    """
-    return any(member.engine == "llm" for council in host.councils.values()
-               if council.id not in host.fixtures for member in council.members)

@@ -5,7 +5,9 @@ The body is exactly ``{"resumeValue": …}``; the value is an RFC 0005 §E paylo
 (``{role, speakerId, content}``). The speaking member is named by the turn's ``speakerId``
 (``host:<member>``); a user turn without one speaks for the room's human member when there
 is exactly one to choose. Roster and role rules (DESIGN.md §7) are checked here before the
-run is touched, so a refused turn appends nothing and the run keeps waiting.
+run is touched, so a refused turn appends nothing and the run keeps waiting. At the node
+of an ``a2a`` member whose agent asks for input, the turn is a post in the room the question
+was put to (:func:`asked_room`), and it answers the question.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wopdsl import CouncilState, MemberSpec
+from wopdsl import CouncilSpec, CouncilState, MemberSpec
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.server.errors import ApiError
 
-__all__ = ["Speaker", "check_mentions", "ended", "resolve_speaker", "room_of"]
+__all__ = ["Speaker", "asked_room", "check_mentions", "council_spec", "ended",
+           "resolve_speaker", "room_of"]
 
 _SPEAKER_PREFIX = "host:"
 _OUTSIDE = {"human": "user", "external": "agent"}
@@ -51,6 +54,15 @@ def room_of(state: CouncilState, node_id: str) -> str:
                        {"nodeId": node_id,
                         "interrupts": [f"room:{r}" for r in state.rooms]})
     return room
+
+
+def asked_room(state: CouncilState, node_id: str) -> str | None:
+    """The room where the question of member ``node_id``'s A2A agent waits (``None``: none).
+
+    An ``a2a`` member's agent that asks for input suspends the member's node; a turn
+    resolved at that node is a post in the room the question was put to (DESIGN.md §25).
+    """
+    return next((a.room for a in state.asks.open.values() if a.member == node_id), None)
 
 
 def ended(run_id: str, node_id: str, status: str, *, v2: bool) -> ApiError:
@@ -191,3 +203,10 @@ def _refused(code: str, message: str, room: str, roster: list[str], *,
     if speaker_id is not None:
         details["speakerId"] = speaker_id
     return ApiError(422, code, message, details)
+
+
+def council_spec(run: Any, state: CouncilState) -> Any:
+    """The run's council declaration (its compiled council's, else the one it logged)."""
+    if run.council is not None:
+        return run.council.compile().spec
+    return CouncilSpec.model_validate(state.council)

@@ -129,6 +129,7 @@ class DeliberationFold:
         if isinstance(opening, dict):
             room.round = int(opening.get("number", room.round + 1))
             room.round_start = len(room.messages)
+            room.round_posts = {}
             room.round_seq = sequence
             members = [m for m in opening.get("members", ()) if m in self.members]
             room.pending = dict.fromkeys(members)
@@ -169,7 +170,7 @@ class DeliberationFold:
             choice = vote.get("choice")
             # The engine checked and normalised the vote (wopdsl.engine._results); a log
             # from elsewhere is held to the same shape, `wop check` to the rest.
-            if decision is None or decision.closed or member_id not in decision.voters or \
+            if decision is None or decision.closed or member_id not in decision.voter_set or \
                     isinstance(choice, bool) or not isinstance(choice, _CHOICE_TYPES):
                 continue
             room = self.rooms.get(decision.room)
@@ -193,8 +194,13 @@ class DeliberationFold:
         for room_id in self.members[member_id].rooms:
             room = self.rooms[room_id]
             if room.rounds is not None:
-                views[room_id] = {"round": room.round, "of": room.rounds, "blind": room.blind,
-                                  "anonymous": room.anonymous, "settled": room.settled}
+                view = room.view
+                if view is None or view["round"] != room.round or \
+                        view["settled"] != room.settled:
+                    view = room.view = {"round": room.round, "of": room.rounds,
+                                        "blind": room.blind, "anonymous": room.anonymous,
+                                        "settled": room.settled}
+                views[room_id] = view.copy()  # A member may change its own copy.
         return views
 
 

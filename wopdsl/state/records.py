@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from wopdsl._ids import parse_iso_ms
+
 if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
     from wopdsl.model.turns import Message
 
@@ -23,6 +25,7 @@ __all__ = [
     "RunStatus",
     "VoteRecord",
     "status_of_event",
+    "tags_of",
 ]
 
 
@@ -47,6 +50,17 @@ def status_of_event(event_type: str) -> RunStatus | None:
     return TERMINAL_EVENTS.get(event_type)
 
 
+def tags_of(metadata: dict[str, Any]) -> list[str]:
+    """The run's tags, from its ``run.started`` metadata (``request.runOptions.tags``).
+
+    Where the HTTP host keeps a request's tags, and ``Council.start(tags=…)`` puts them.
+    """
+    request = metadata.get("request")
+    options = request.get("runOptions") if isinstance(request, dict) else None
+    tags = options.get("tags") if isinstance(options, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
 @dataclass(slots=True)
 class MemberState:
     """One member as the log tells it."""
@@ -65,16 +79,16 @@ class MemberState:
     error: dict[str, Any] | None = None
     """The error its last failed turn ended with (``node.failed.error``: code, message and,
     for a handler's exception, ``details.exception`` with type, message and traceback)."""
+    awaited: bool = field(init=False, default=False)
+    """Whether its turns are submitted from outside (``human`` or ``external``)."""
+
+    def __post_init__(self) -> None:
+        self.awaited = self.engine in ("human", "external")  # Read on every dispatch.
 
     @property
     def human(self) -> bool:
         """Whether a person produces this member's turns."""
         return self.engine == "human"
-
-    @property
-    def awaited(self) -> bool:
-        """Whether its turns are submitted from outside (``human`` or ``external``)."""
-        return self.engine in ("human", "external")
 
 
 @dataclass(slots=True)
@@ -101,6 +115,28 @@ class Inflight:
     carries the post in its triggers."""
     steers: int = 0
     """How many attempts of this turn a steer stopped (they do not count against ``retries``)."""
+    began: str = ""
+    """When the turn's clock started: its first ``node.started`` (a fork's, for a turn the
+    fork cut off)."""
+    began_paused_ms: int = 0
+    """The run's paused time so far (``paused_total_ms``) when the turn's clock started."""
+    elapsed_ms: int = 0
+    """The run's active time (pauses left out) from the turn's first ``node.started`` to
+    the current attempt's: 0 on a first attempt (``Turn.elapsed_ms``)."""
+
+    def restart(self, attempt: int, timestamp: str, paused_ms: int) -> None:
+        """Start the turn again (``node.started`` of a later attempt) at ``timestamp``."""
+        self.attempt = attempt
+        self.retried, self.suspended, self.decided = False, None, False
+        if not self.began:  # Anew: the first start of its clock.
+            self.began, self.began_paused_ms = timestamp, paused_ms
+            return
+        paused = paused_ms - self.began_paused_ms
+        self.elapsed_ms = max(0, parse_iso_ms(timestamp) - parse_iso_ms(self.began) - paused)
+
+    def anew(self) -> None:
+        """Forget how long the turn has been going: a fork runs the turns it cut off anew."""
+        self.began, self.began_paused_ms, self.elapsed_ms = "", 0, 0
 
 
 @dataclass(slots=True)
@@ -146,6 +182,10 @@ class RoomState:
     """Whether the room's last round ended: nobody is queued for it any more."""
     deferred: dict[str, list[str]] = field(default_factory=dict)
     """Mentions in a round room: member → message ids, triggers of its next round."""
+    view: dict[str, Any] | None = None
+    """The round as members see it (``Turn.rounds``), built once per round."""
+    round_posts: dict[str, list[Message]] = field(default_factory=dict)
+    """In a blind room: the current round's posts by sender (each sees its own)."""
 
     def hidden_from(self, viewer: str) -> int:
         """Index from which the room's posts by others are hidden from ``viewer`` (blind).
@@ -205,3 +245,8 @@ class DecisionState:
     """The closing system turn's ``decision`` block: outcome, tally, dissent, votes."""
     view: dict[str, Any] = field(default_factory=dict)
     """What never changes of how a member sees it (id, room, question, options …)."""
+    voter_set: frozenset[str] = field(init=False, default=frozenset())
+    """``voters`` as a set (who may vote is asked on every turn)."""
+
+    def __post_init__(self) -> None:
+        self.voter_set = frozenset(self.voters)

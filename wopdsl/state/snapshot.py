@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-from wopdsl.protocol.codemap import ERA_V2
 from wopdsl.state.fold import CouncilState
-
-EVENT_LOG_SCHEMA_VERSION: Final = ERA_V2
-"""The event-log era new runs are written in (v2 ``persistence.md`` §The era key): 3, the v2
-vocabulary. A run's own era is in its ``run.started`` (absent: 2, the v1 era; v1
-``version-negotiation.md`` §Stamping accepts 2 and above)."""
 
 
 def channels(state: CouncilState) -> dict[str, list[dict[str, Any]]]:
@@ -34,7 +28,8 @@ def wire_status(state: CouncilState) -> str:
     turn is awaited, with or without approvals).
     """
     status = state.status
-    if status == "waiting-input" and state.tools.approvals and not state.waiting_for:
+    if status == "waiting-input" and state.tools.approvals and not state.waiting_for and \
+            not state.asks.open:
         return "waiting-approval"
     return status
 
@@ -56,6 +51,8 @@ def build_snapshot(state: CouncilState) -> dict[str, Any]:
         rooms = state.members[waiting[0]].rooms
         if rooms:
             snap["currentNodeId"] = f"room:{rooms[0]}"
+    elif status == "waiting-input" and state.asks.open:  # An agent's question: answered there.
+        snap["currentNodeId"] = f"room:{state.asks.rooms()[0]}"
     elif status == "waiting-approval":  # The member node whose tool call waits.
         snap["currentNodeId"] = next(iter(state.tools.approvals.values())).member
     nodes: dict[str, Any] = {}

@@ -37,13 +37,14 @@ class ToolState:
     """The run's tool calls and open approvals."""
 
     calls: int = 0
-    """``agent.toolCalled`` events (a call repeated after a crash counts once)."""
+    """``agent.toolCalled`` events (a call repeated after a crash counts once; a message to
+    an ``a2a`` member's remote agent, marked ``a2a``, is the member's turn, not a tool call)."""
     approvals: dict[str, PendingApproval] = field(default_factory=dict)
     """Open approvals by interrupt key, in request order."""
 
     def called(self, payload: dict[str, Any]) -> None:
         """Fold one ``agent.toolCalled``."""
-        if not payload.get("repeated"):
+        if not payload.get("repeated") and "a2a" not in payload:
             self.calls += 1
 
     def requested(self, event: Mapping[str, Any]) -> None:

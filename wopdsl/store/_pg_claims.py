@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 from wopdsl.errors import StoreError, StoreUnavailable
 from wopdsl.store._pg_connect import Target
@@ -30,6 +30,24 @@ _SERVER_KEEPALIVES: Final = (
     "SET tcp_keepalives_interval = 5",
     "SET tcp_keepalives_count = 3",
 )
+
+
+_HELD: Final = ("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                " AND classid = %s AND objid = %s AND objsubid = 1)")
+"""Whether any session holds an advisory lock (pg_locks lists a bigint key as its high and
+low 32 bits, ``objsubid`` 1); reading ``pg_locks`` takes no lock and needs no privilege."""
+
+
+def held_by_any(schema: str, run_id: str) -> Callable[[psycopg.Connection[Any]], bool]:
+    """A query for a pooled connection: whether any session holds ``run_id``'s claim."""
+    unsigned = key(schema, run_id) & 0xFFFF_FFFF_FFFF_FFFF
+
+    def query(conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute(_HELD, (unsigned >> 32, unsigned & 0xFFFF_FFFF)).fetchone()
+        return bool(row and row[0])
+
+    return query
 
 
 class Claims:

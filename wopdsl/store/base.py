@@ -221,6 +221,18 @@ class EventStore(ABC):
         """What identifies this store's storage for in-process claims (default: the object)."""
         return self
 
+    def driven(self, run_id: str) -> bool | None:
+        """Whether a driver holds ``run_id``'s claim (:meth:`claim`) now; ``None``: can't tell.
+
+        ``wop runs`` asks it of each run whose log says ``running``: one that nobody drives
+        stopped with its process (Ctrl-C, a crash) and waits for ``wop resume``. The default
+        sees this process's claims only, so it answers ``True`` or ``None``; a store whose
+        claims hold across processes answers for every holder (``SqliteStore``: the locks
+        on its claims file; ``PostgresStore``: the advisory locks of every session).
+        """
+        with _CLAIMS_LOCK:
+            return True if (self.claim_key(), run_id) in _CLAIMED else None
+
     async def call(self, method: Callable[..., _T], *args: Any) -> _T:
         """``method(*args)``: in place, or on a worker thread for a :attr:`blocking` store."""
         if not self.blocking:

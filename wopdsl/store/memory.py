@@ -89,6 +89,10 @@ class MemoryStore(EventStore):
         """Return the run's private records under ``prefix``."""
         return {k: v for k, v in self._private.get(run_id, {}).items() if k.startswith(prefix)}
 
+    def driven(self, run_id: str) -> bool:
+        """Whether a driver in this process holds the run (a memory store has no other)."""
+        return bool(super().driven(run_id))
+
     def last_sequence(self, run_id: str) -> int:
         """Return the last sequence or -1."""
         return len(self._logs.get(run_id, [])) - 1

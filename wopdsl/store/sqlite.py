@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store._answers_sql import params
-from wopdsl.store._claims import lock_run
+from wopdsl.store._claims import claim_held, lock_run
 from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._sqlite_records import INSERT_ANSWER, SqliteRecords
@@ -127,6 +127,10 @@ class SqliteStore(SqliteRecords, EventStore):
     def claim_key(self) -> object:
         """Stores on the same file share in-process claims."""
         return str(self.path.resolve())
+
+    def driven(self, run_id: str) -> bool | None:
+        """Whether a driver holds the run: here, or in a process locking its claims byte."""
+        return super().driven(run_id) or claim_held(self.path, run_id)
 
     # -- writing ---------------------------------------------------------------------------
 

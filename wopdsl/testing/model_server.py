@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import socket
 import ssl
 import sys
@@ -41,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from wopdsl.testing._loopback import LoopbackService
+from wopdsl.testing._outcomes import Answer, Cut, Drop, Endless, Failure, RawAnswer
 from wopdsl.testing._tool_answers import ToolCalls
 from wopdsl.testing.chat_wire import completion_body, stream_chunks, usage_of
 
@@ -48,105 +50,6 @@ __all__ = ["Answer", "CapturedRequest", "Cut", "Drop", "Endless", "Failure", "Ra
            "ScriptedModelServer", "ToolCalls", "main"]
 
 _MEMBER_LINE = re.compile(r"member id: ([A-Za-z0-9._-]{1,64})")
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A successful completion.
-
-    Args:
-        content: The assistant message: a string, or JSON data (sent as its JSON text).
-        usage: ``(prompt_tokens, completion_tokens)``, or ``None`` to send no usage at all.
-        delay_s: Seconds to wait before answering (a slow model).
-        chunks: How many SSE chunks a streamed answer is split into.
-        chunk_delay_s: Seconds between streamed chunks.
-        finish_reason: ``stop``, or ``length`` for a truncated answer.
-    """
-
-    content: Any
-    usage: tuple[int, int] | None = (10, 5)
-    delay_s: float = 0.0
-    chunks: int = 4
-    chunk_delay_s: float = 0.0
-    finish_reason: str = "stop"
-
-    @property
-    def text(self) -> str:
-        """The message content as sent."""
-        if isinstance(self.content, str):
-            return self.content
-        return json.dumps(self.content, ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """An HTTP error answer (``{"error": {...}}`` body), e.g. 429, 500 or 401.
-
-    Args:
-        status: The HTTP status.
-        message: The error message in the body.
-        retry_after: A ``Retry-After`` header value (seconds), if any.
-        delay_s: Seconds to wait before answering.
-    """
-
-    status: int
-    message: str = "scripted failure"
-    retry_after: str | None = None
-    delay_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Cut:
-    """A streamed answer whose connection drops after ``after_chunks`` chunks."""
-
-    content: Any
-    after_chunks: int = 2
-    chunks: int = 6
-
-    @property
-    def text(self) -> str:
-        """The content the stream would have carried in full."""
-        return self.content if isinstance(self.content, str) else json.dumps(self.content)
-
-
-@dataclass(frozen=True)
-class Drop:
-    """The connection closes as soon as the request is read: no answer at all.
-
-    As a server does with a keep-alive connection it has just timed out.
-    """
-
-
-@dataclass(frozen=True)
-class Endless:
-    """A stream that never ends by itself: ``piece`` over and over, no ``finish_reason``.
-
-    It goes on until the client hangs up or ``max_s`` passes.
-
-    Args:
-        piece: The text of each chunk.
-        delay_s: Seconds between chunks.
-        max_s: A safety stop for the server thread.
-    """
-
-    piece: str = "la "
-    delay_s: float = 0.0
-    max_s: float = 60.0
-
-
-@dataclass(frozen=True)
-class RawAnswer:
-    """A whole response as recorded: the HTTP status, the JSON body and a few headers.
-
-    A 200 body is a ``chat.completion`` (streamed as one chunk per part when the client asks
-    for a stream, see :func:`~wopdsl.testing.chat_wire.stream_chunks`); any other status is
-    sent as it is, e.g. ``{"error": {...}}`` with a ``Retry-After`` header.
-    """
-
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-
 
 Outcome = Answer | Failure | Cut | Drop | Endless | RawAnswer | ToolCalls
 Scripted = Outcome | Callable[["CapturedRequest"], Outcome]
@@ -417,8 +320,23 @@ class _Handler(BaseHTTPRequestHandler):
         while time.monotonic() < stop:
             self._chunk(data)  # raises once the client has hung up
             if endless.delay_s:
-                time.sleep(endless.delay_s)
+                self._pause(endless.delay_s)
         self.close_connection = True
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` between chunks; raise at once should the client hang up meanwhile.
+
+        So :attr:`CapturedRequest.ended` is the moment a stopped stream was closed, not the
+        next write after it.
+        """
+        if isinstance(self.connection, ssl.SSLSocket):  # no peeking under TLS
+            time.sleep(seconds)
+            return
+        readable, _, _ = select.select([self.connection], [], [], seconds)
+        if readable:
+            if not self.connection.recv(1, socket.MSG_PEEK):
+                raise ConnectionResetError("the client closed the stream")
+            time.sleep(seconds)  # the client sent something (it never does): just wait
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -436,10 +354,13 @@ def main(argv: list[str] | None = None) -> int:
 
     book, source, port = command_line(argv)  # exits 2, saying why, on a bad file
 
-    def answer(request: CapturedRequest) -> Answer | RawAnswer:
+    def answer(request: CapturedRequest) -> Answer | RawAnswer | ToolCalls:
         found = book.reply(request.body, request.member)
         if isinstance(found, str):
             return RawAnswer(400, {"error": {"message": found, "type": "invalid_request_error"}})
+        if found.tool_calls:
+            return ToolCalls(*found.calls(), usage=found.usage, delay_s=found.delay_ms / 1000,
+                             chunks=1)
         return Answer(found.content(), usage=found.usage, delay_s=found.delay_ms / 1000,
                       chunks=1)
 

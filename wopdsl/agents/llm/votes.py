@@ -48,7 +48,7 @@ class VoteOffer:
     """Whether the member has voted on it already (then a new vote is optional)."""
 
     def definition(self) -> dict[str, Any]:
-        """The decision as :func:`~wopdsl.model.deliberation.choice_problem` reads it."""
+        """The decision as :func:`~wopdsl.model.votes.choice_problem` reads it."""
         if self.options is not None:
             return {"id": self.id, "options": list(self.options)}
         return {"id": self.id, "scale": list(self.scale or (0, 0))}

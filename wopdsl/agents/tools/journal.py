@@ -55,17 +55,27 @@ class RecordedCall:
     """The result's status (``ok``, ``error``, ``forbidden``)."""
     duration_ms: int = 0
     requested: bool = False
-    """An approval was asked for."""
+    """An approval was asked for (an ``a2a`` member's message: its agent's question was put
+    to the room)."""
     decision: Decision | None = None
     repeat_requested: bool = False
     """An approval to make it again (it was in flight at a crash) was asked for."""
     repeat_decision: Decision | None = None
+    remote: str = ""
+    """The id the far side gave the call, kept as soon as it is known (an A2A member's
+    message: the remote agent's task id), so a turn run again follows it, never resends."""
+    reply: dict[str, Any] | None = None
+    """For an ``a2a`` member's message its agent asked a question about: the post that
+    answered it (the ``interrupt.resolved`` resume value, with its ``messageId``)."""
 
 
 def call_record(call: RecordedCall) -> str:
     """The private record of a call the model asked for."""
-    return json.dumps({"round": call.round, "id": call.tool_call_id, "name": call.name,
-                       "arguments": call.arguments, "text": call.text}, ensure_ascii=False)
+    record = {"round": call.round, "id": call.tool_call_id, "name": call.name,
+              "arguments": call.arguments, "text": call.text}
+    if call.remote:
+        record["remote"] = call.remote
+    return json.dumps(record, ensure_ascii=False)
 
 
 def result_record(output: ToolOutput, status: str, duration_ms: int) -> str:
@@ -81,7 +91,8 @@ def read_records(call_id: str, index: int, records: dict[str, str]) -> RecordedC
         return None
     data: dict[str, Any] = json.loads(raw)
     call = RecordedCall(call_id, index, int(data["round"]), str(data["id"]), str(data["name"]),
-                        str(data["arguments"]), str(data.get("text", "")))
+                        str(data["arguments"]), str(data.get("text", "")),
+                        remote=str(data.get("remote", "")))
     result = records.get(f"{call_id}#result")
     if result is not None:
         kept: dict[str, Any] = json.loads(result)

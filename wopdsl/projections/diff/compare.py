@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wopdsl.projections.diff.align import align
-from wopdsl.projections.diff.facts import RunFacts, canonical, fold_facts
+from wopdsl.projections.diff.facts import Fact, RunFacts, canonical, fold_facts
 from wopdsl.projections.diff.render import RunDiff
 from wopdsl.projections.diff.result import (
     Divergence,
@@ -171,8 +171,9 @@ def _divergence(a: RunFacts, b: RunFacts) -> Divergence | None:
         x = fa[index] if index < len(fa) else None
         y = fb[index] if index < len(fb) else None
         if x is None or y is None or x.key != y.key:
-            return Divergence(index, None if x is None else Point(x.sequence, x.label),
-                              None if y is None else Point(y.sequence, y.label))
+            return Divergence(index, _point(x), _point(y))
     return None
 
 
+def _point(fact: Fact | None) -> Point | None:
+    return None if fact is None else Point(fact.sequence, fact.event, fact.label)

@@ -90,22 +90,21 @@ def _notes(diff: RunDiff) -> list[str]:
         else:
             child = "B" if fork.child == "b" else "A"
             parent = "A" if fork.child == "b" else "B"
-            out.append(f"{child} is a fork of {parent} at #{fork.at_sequence} "
-                       f"({fork.mode or 'branch'} mode)")
+            out.append(f"{child} is a fork of {parent}: it shares {parent}'s events 0-"
+                       f"{fork.at_sequence} ({fork.mode or 'branch'} mode)")
     for name, side in (("A", diff.a), ("B", diff.b)):
         for report in side.divergences:
-            out.append(f"{name}'s replay reported a divergence from "
-                       f"{report.get('sourceRunId')} at #{report.get('atSequence')}: "
-                       f"{report.get('divergenceKind')}")
+            source = report.get("sourceRunId")
+            out.append(f"{name}'s replay reported a divergence from {source} at its event "
+                       f"{report.get('atSequence')}: {report.get('divergenceKind')}")
     point = diff.divergence
     if point is not None:
-        where = f"first divergence (fact {point.index + 1}"
-        if fork is not None and fork.child != "both":
-            where += f", after the fork point #{fork.at_sequence}"
-        out.append(where + "):")
+        after = fork is not None and fork.child != "both"
+        out.append("first divergence, after the shared events:" if after
+                   else "first divergence:")
         for name, at in (("A", point.a), ("B", point.b)):
-            out.append(f"  {name}: " + ("(nothing more)" if at is None else
-                                        f"#{at.sequence} {at.label}"))
+            out.append(f"  {name}: " + ("nothing more: its log stops here" if at is None
+                                        else f"{at.label} (event {at.sequence}, {at.event})"))
     return out
 
 
@@ -186,7 +185,8 @@ def _order_lines(diff: RunDiff) -> list[str]:
     order = diff.order
     first = order.first_difference
     if first is None:
-        return [f"speaking order: same ({len(order.a)} turns: {_window(order.a, 0)})"]
+        turns = f"{len(order.a)} turn{'s' if len(order.a) != 1 else ''}"
+        return [f"speaking order: same ({turns}: {_window(order.a, 0)})"]
     return [f"speaking order differs at turn {first + 1}:",
             f"  A ({len(order.a)} turns): {_window(order.a, first)}",
             f"  B ({len(order.b)} turns): {_window(order.b, first)}"]

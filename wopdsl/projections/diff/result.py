@@ -147,10 +147,13 @@ class OrderDiff:
 
 
 class Point(NamedTuple):
-    """Where a fact is in one run: its event's sequence and what happened."""
+    """Where a fact is in one run: its event (sequence and type) and what happened."""
 
     sequence: int
+    event: str
+    """The event's type (``node.completed``, ``conversation.exchanged`` …)."""
     label: str
+    """What happened, in words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +167,10 @@ class Divergence:
     b: Point | None
 
     def to_json(self) -> dict[str, Any]:
-        """``{fact, a: {sequence, what} | null, b: …}``."""
+        """``{fact, a: {sequence, event, what} | null, b: …}``."""
         def side(point: Point | None) -> dict[str, Any] | None:
-            return None if point is None else {"sequence": point.sequence, "what": point.label}
+            return None if point is None else {"sequence": point.sequence,
+                                               "event": point.event, "what": point.label}
 
         return {"fact": self.index, "a": side(self.a), "b": side(self.b)}
 

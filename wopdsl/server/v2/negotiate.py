@@ -16,12 +16,13 @@ from typing import Any, Final
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from wopdsl.protocol.capabilities import PROTOCOL_VERSIONS as SPOKEN
 from wopdsl.server.errors import envelope
 from wopdsl.server.v2.ids import v2_route_path
 
 __all__ = ["PROTOCOL_VERSIONS", "V2_CODES", "VersionNegotiation", "major_of", "wire_code"]
 
-PROTOCOL_VERSIONS: Final = ("1.0", "2.0")
+PROTOCOL_VERSIONS: Final = SPOKEN
 """The versions this host speaks (discovery ``protocolVersions``)."""
 
 V2_CODES: Final = {"run_not_found": "not_found", "workflow_not_found": "not_found",
