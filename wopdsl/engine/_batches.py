@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from typing import Any, Final
 
 from wopdsl.agents.stopping import stop_turns
@@ -82,13 +83,17 @@ class Batches(Settling, LiveRecords):
                                   outcomes: list[dict[str, Any] | TurnError], *,
                                   timed_out: bool) -> list[Inflight] | None:
         """Settle ``batch`` and chain the next dispatch; both committed in one transaction."""
-        await self._atake_in()  # posts made while the batch ran
+        if self._foreign:
+            await self._atake_in()  # posts made while the batch ran
         base = self.state.last_sequence
         while True:
             try:
                 self._settle(batch, outcomes, timed_out=timed_out)
                 following = self._chain()
-                await self._commit()
+                if self._blocking:
+                    await self._commit()
+                else:
+                    self._flush()  # What _commit does for a store that never blocks.
                 return following
             except StoreConflict:
                 # Another process saved human input while the batch ran: settle after it.
@@ -98,8 +103,8 @@ class Batches(Settling, LiveRecords):
 
     def _chain(self) -> list[Inflight] | None:
         """Dispatch the next batch (unflushed) unless the run stops or someone waits."""
-        if self.state.terminal or self._waiting or self._deadline_passed() or \
-                self._retry_wait is not None:
+        if self.state.terminal or self._waiting or self._retry_wait is not None or \
+                (self._deadline is not None and self._deadline_passed()):
             return None
         return self._next_batch()
 
@@ -126,8 +131,8 @@ class Batches(Settling, LiveRecords):
             raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
         return await self._settle_after_input([inflight], [outcome], timed_out=False)
 
-    async def _take_turn(self, inflight: Inflight, *, alone: bool = False
-                         ) -> dict[str, Any] | TurnError:
+    def _take_turn(self, inflight: Inflight, *, alone: bool = False
+                   ) -> Coroutine[Any, Any, dict[str, Any] | TurnError]:
         member = self.graph.members[inflight.member]
-        return await take_turn(self.graph, self.state, member, inflight, alone=alone,
-                               call=lambda turn: self._agent_call(member, turn, inflight))
+        return take_turn(self.graph, self.state, member, inflight, alone=alone,
+                         call=lambda turn: self._agent_call(member, turn, inflight))

@@ -31,6 +31,13 @@ class Settling(Steering, Asks):
 
     def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
                 *, timed_out: bool) -> None:
+        if len(batch) == 1 and not timed_out:
+            # The common batch: one turn that produced a result and no steer stopped.
+            inflight, outcome = batch[0], outcomes[0]
+            if type(outcome) is dict and self._steered_now(inflight, outcome) is None:
+                self._completed(inflight, outcome)
+                self.after_settle(batch)
+                return
         failure: tuple[str, TurnError] | None = None
         outcomes = [(self._unanswerable(i, o) or o) if isinstance(o, TurnAsks) else o
                     for i, o in zip(batch, outcomes, strict=True)]
@@ -69,12 +76,7 @@ class Settling(Steering, Asks):
                                            "error": error}, node_id=member)
                 failure = failure or (member, outcome)
                 continue
-            self._emit("node.completed", {"nodeId": member, "outputs": outcome},
-                       node_id=member)
-            model = getattr(self.graph.members[member].agent, "provenance", None)
-            for index, post in enumerate(outcome.get("posts", [])):
-                self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False, model=model)
+            self._completed(inflight, outcome)
         self.after_settle(batch)
         if timed_out:
             self._time_out()
@@ -85,6 +87,17 @@ class Settling(Steering, Asks):
                        else f"member {member} failed: {err.code}: {err.message}", member,
                        details={"nodeError": err.code})
         # The caller commits: the completions of one settled batch share one transaction.
+
+    def _completed(self, inflight: Inflight, outcome: dict[str, Any]) -> None:
+        """``node.completed`` of a turn, then each of its posts (``conversation.exchanged``)."""
+        member = inflight.member
+        self._emit("node.completed", {"nodeId": member, "outputs": outcome}, node_id=member)
+        posts = outcome.get("posts")
+        if posts:
+            model = getattr(self.graph.members[member].agent, "provenance", None)
+            for index, post in enumerate(posts):
+                self._exchange(post["roomId"], message_id(member, inflight.position, index),
+                               member, post["text"], post["mentions"], human=False, model=model)
 
     def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
         current = self.state.inflight.get(inflight.member, inflight)

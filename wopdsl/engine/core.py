@@ -11,10 +11,9 @@ from wopdsl._ids import Clock
 from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._approvals import Approvals
-from wopdsl.engine._batches import Batches
-from wopdsl.engine._deliberation import Deliberation
+from wopdsl.engine._dispatch import Dispatch
 from wopdsl.engine._outage import Outage
-from wopdsl.engine._steering import POST_ATTEMPTS, steered_retry
+from wopdsl.engine._steering import POST_ATTEMPTS
 from wopdsl.engine.human import HumanDoor, HumanInput
 from wopdsl.errors import (
     RunBusy,
@@ -26,13 +25,13 @@ from wopdsl.errors import (
 from wopdsl.model.aliases import assign_aliases
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
-from wopdsl.state import Inflight, RunStatus
+from wopdsl.state import RunStatus
 from wopdsl.store.base import EventStore
 
 __all__ = ["Engine", "HumanInput"]
 
 
-class Engine(HumanDoor, Approvals, Batches, Deliberation):
+class Engine(HumanDoor, Approvals, Dispatch):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -345,60 +344,6 @@ class Engine(HumanDoor, Approvals, Batches, Deliberation):
             yield
         finally:
             self._lock.release()
-
-    def _next_batch(self) -> list[Inflight] | None:
-        """Dispatch the next batch and return it; ``None`` when the run stops.
-
-        The caller commits what this emits (:meth:`_commit`) before any member of the batch
-        runs: the dispatch, or the run's end.
-        """
-        state = self.state
-        if state.inflight:
-            # Resume: a turn that started but never completed runs again as attempt + 1,
-            # its unfinished attempt closed by node.retried first (never started twice).
-            # A turn waiting for an approval runs again once it is decided; until then the
-            # run waits (nothing else is dispatched).
-            batch = sorted((i for i in state.inflight.values() if not i.suspended),
-                           key=lambda i: i.position)
-            if not batch:
-                return None
-            for inflight in batch:
-                if not inflight.retried:  # a failed turn's retry already said node.retried
-                    self._emit("node.retried", steered_retry(inflight) if inflight.steered
-                               else p.node_retried(inflight.member, inflight.attempt + 1),
-                               node_id=inflight.member)
-                self._emit("node.started", p.member_started(
-                    inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
-                    position=inflight.position, triggers=inflight.triggers,
-                    batch=state.batch), node_id=inflight.member)
-            return batch
-        self._deliberate()
-        for member_id in state.queue:
-            member = state.members[member_id]
-            if member.turns >= member.cap:
-                self._fail_turn_limit(member_id)
-                return None
-        self._request_waits()
-        chosen: list[str] = []
-        members, limit = state.members, state.concurrency
-        for member_id in state.queue:  # The first `limit` queued members not awaited.
-            if not members[member_id].awaited:
-                chosen.append(member_id)
-                if len(chosen) == limit:
-                    break
-        if not chosen:
-            if not state.queue:
-                self._complete()
-            return None
-        number = state.batch + 1
-        for member_id in chosen:
-            self._emit("node.started", p.member_started(
-                member_id, attempt=0, turn=state.members[member_id].turns + 1,
-                position=state.next_position, triggers=list(state.queue[member_id]),
-                batch=number), node_id=member_id)
-        # Committed before running (by the caller): after a crash the turn must be retried,
-        # not forgotten.
-        return [state.inflight[m] for m in chosen]
 
 
 def _closes(entry: HumanInput) -> bool:

@@ -47,12 +47,18 @@ class RunReader:
         self._landing: asyncio.Future[None] | None = None
         """Set while a pause or cancel stops this handle's driving task and lands."""
         self._started: asyncio.Event | None = None
-        self.events = EventLog(store, run_id, self._follow)
-        """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
         # Live tracing exports what happens after this (earlier spans are another's to send).
         self._traced = store.last_sequence(run_id) if export_configured() else -1
         self._live: LiveTrace | None = None  # one for all drives: no span is sent twice
         self._presence: Presence | None = None
+
+    @property
+    def events(self) -> EventLog:
+        """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
+        # Built on each access: a log kept in the run would hold the run (through
+        # ``_follow``) in a reference cycle, so a finished run's state would wait for the
+        # cyclic GC instead of being freed with the run.
+        return EventLog(self.store, self.run_id, self._follow)
 
     @property
     def state(self) -> CouncilState:
@@ -165,10 +171,13 @@ class RunReader:
 
     async def _follow(self, after: int) -> AsyncIterator[RunEventDoc]:
         store = self.store
+        last = -1  # The log's length only grows: while an event is before it, more follow.
         async for event in store.subscribe(self.run_id, after):
             yield event
-            if event["sequence"] >= await store.call(store.last_sequence, self.run_id) and \
-                    await self._stopped():
+            if event["sequence"] < last:
+                continue
+            last = await store.call(store.last_sequence, self.run_id)
+            if event["sequence"] >= last and await self._stopped():
                 return
 
     async def _stopped(self) -> bool:
