@@ -336,3 +336,11 @@ def test_tests_mirror_the_packages() -> None:
     missing = [name for name in [*packages, "tui"]
                if not list((ROOT / "tests" / name).glob("test_*.py"))]
     assert missing == [], f"no tests/<package>/ folder with tests for: {missing}"
+
+
+def test_no_product_module_is_over_400_lines() -> None:
+    """A tidy house: a module that grows past 400 lines is split by concern, not grown."""
+    long = {str(path.relative_to(ROOT)): lines
+            for folder in ("wopdsl", "tui") for path in (ROOT / folder).rglob("*.py")
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}, f"split these modules by concern: {long}"
