@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Log, TabbedContent, TabPane
 from wopdsl_tui.bridge import RoomFeed, RunFold, follow
 from wopdsl_tui.posting import PostingApp
+from wopdsl_tui.presence import Watching
 from wopdsl_tui.widgets import (
     Composer,
     DecisionsView,
@@ -66,6 +67,8 @@ class CouncilApp(PostingApp):
         Binding("ctrl+r", "focus_composer", "Reply", priority=True),
         # Offered while a decision is open for a human member: starts a /vote line.
         Binding("ctrl+b", "vote", "Vote", priority=True),
+        # Sends the composer's text as a steering post: the running turns it names stop.
+        Binding("ctrl+g", "steer", "Steer", priority=True),
         Binding("ctrl+t", "toggle_events", "Events", priority=True),
         Binding("ctrl+o", "toggle_ids", "Ids", priority=True),
         # Offered once a turn or the run failed: the recorded error details and traceback.
@@ -80,7 +83,7 @@ class CouncilApp(PostingApp):
     def __init__(self, source: wopdsl.Council | wopdsl.Run, *,
                  store: str | os.PathLike[str] | wopdsl.EventStore | None = None,
                  run_id: str | None = None, deterministic: bool = False,
-                 max_participants: int | None = None) -> None:
+                 max_participants: int | None = None, as_: str | None = None) -> None:
         super().__init__()
         self.fold = RunFold()
         """What the screen shows, folded from the run's events."""
@@ -90,8 +93,12 @@ class CouncilApp(PostingApp):
         """The run status as last drawn."""
         self.shown_sequence = -1
         """Sequence of the last event drawn on screen."""
-        self.human: str | None = None
-        """The human member the composer posts as."""
+        self.human: str | None = as_
+        """The human member the composer posts as (``as_``: the person at this screen)."""
+        self._as = as_
+        self._watching: Watching | None = None
+        self.presence: dict[str, wopdsl.PresenceSnapshot] = {}
+        """Each room's presence: who watches it and who types, as last shown."""
         self._council = None if isinstance(source, wopdsl.Run) else source
         self._start_options: dict[str, Any] = {"store": store, "run_id": run_id,
                                                "deterministic": deterministic}
@@ -175,9 +182,31 @@ class CouncilApp(PostingApp):
             await tabs.add_pane(TabPane(room.id, pane, id=f"room-{number}"))
         humans = fold.humans
         if humans:
-            self.human = humans[0]
+            self.human = self._as if self._as in humans else humans[0]
             self.query_one("#composer-box").remove_class("-hidden")
         self._update_target()
+        self._watch_presence()
+
+    @work(group="presence", exclusive=True, exit_on_error=False)
+    async def _watch_presence(self) -> None:
+        """Be present in the rooms of the person at this screen; show who else is."""
+        human = self.human
+        if human is None or self.council_run is None:
+            return
+        rooms = [r.id for r in self._rooms if human in r.members]
+        self._watching = Watching(self.council_run, human, rooms, self._presence_shown)
+        await self._watching.watch()
+
+    def _presence_shown(self, snapshot: wopdsl.PresenceSnapshot) -> None:
+        room = snapshot.conversation_id.rpartition(":room:")[2]
+        self.presence[room] = snapshot
+        self.fold.roster_changed = True
+        self._schedule_sync()
+
+    async def on_input_changed(self, event: Composer.Changed) -> None:
+        """The person types in the composer: say so to the others in the room."""
+        if isinstance(event.input, Composer) and self._watching is not None:
+            await self._watching.typed(self.active_room, event.value)
 
     @work(group="drive", exclusive=True, exit_on_error=False)
     async def _watch_drive(self) -> None:
@@ -223,9 +252,9 @@ class CouncilApp(PostingApp):
             fold.roster_changed = False
             self.run_status = fold.status
             self.query_one(Roster).show_members(
-                list(fold.members.values()), {m: fold.phase(m) for m in fold.members},
+                list(fold.members.values()), {m: fold.shown_phase(m) for m in fold.members},
                 self._colors, {m: u for m in fold.members if (u := fold.usage(m))},
-                fold.streams)
+                fold.streams, self._present())
             self._waiting = fold.waiting_for
             self._on_waiting()
         if fold.tools.changed and self.query_one(ToolsView).show(
@@ -244,6 +273,16 @@ class CouncilApp(PostingApp):
             self._keys_state = keys
             self.refresh_bindings()
             self._update_target()  # The line above the composer says whether /vote works.
+
+    def _present(self) -> dict[str, str]:
+        """Who else watches the run: ``typing`` or ``watching`` (presence, any room)."""
+        shown: dict[str, str] = {}
+        for snapshot in self.presence.values():
+            for ref in snapshot.present:
+                member = ref.removeprefix("user:")
+                if member != self.human and shown.get(member) != "typing":
+                    shown[member] = "typing" if ref in snapshot.typing else "watching"
+        return shown
 
     # -- rooms -----------------------------------------------------------------------------
 
@@ -275,6 +314,8 @@ class CouncilApp(PostingApp):
             return self.human is not None
         if action == "vote":
             return bool(self.query_one(DecisionsView).ballots)
+        if action == "steer":
+            return self.human is not None and self.fold.terminal is None
         if action == "toggle_errors":
             return bool(self.fold.errors)
         if action == "decide":

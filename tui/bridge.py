@@ -36,7 +36,8 @@ __all__ = [
 _ROSTER_EVENTS: Final = frozenset({
     "run.started", "node.started", "node.completed", "node.failed", "node.cancelled",
     "conversation.exchanged", "run.completed", "run.failed", "run.cancelled",
-    "provider.usage", "output.chunk",
+    "provider.usage", "output.chunk", "node.retried", "interrupt.requested",
+    "interrupt.resolved", "node.suspended", "node.resumed",
 })
 """Event types that may change a member's state or the run's status."""
 _MAX_STREAM: Final = 1 << 20
@@ -160,8 +161,36 @@ class RunFold:
 
     @property
     def waiting_for(self) -> list[str]:
-        """Human members whose requested turn is pending."""
-        return self.council.waiting_for
+        """Human members whose requested turn is pending, then those asked for an answer.
+
+        Asked: the human and external members of the room of an ``a2a`` member's agent's
+        open question.
+        """
+        council = self.council
+        return list(dict.fromkeys([*council.waiting_for,
+                                   *council.asks.answerers(council.rooms, council.members)]))
+
+    def asked_in(self, member_id: str) -> str | None:
+        """The room where ``member_id`` was asked for input (``None``: none known).
+
+        The latest mention of it when its turn is requested, else the room of the first
+        open question of an ``a2a`` member's agent it is in.
+        """
+        mentioned = self.last_mention.get(member_id)
+        if mentioned is not None and member_id in self.council.waiting_for:
+            return mentioned
+        return next((ask.room for ask in self.council.asks.open.values()
+                     if member_id in self.council.rooms[ask.room].members), mentioned)
+
+    def shown_phase(self, member_id: str) -> str:
+        """:meth:`phase`, but ``waiting`` for a member asked to answer an agent's question.
+
+        The roster shows such a member as for a person whose turn is requested.
+        """
+        council = self.council
+        if member_id in council.asks.answerers(council.rooms, council.members):
+            return "waiting"
+        return self.phase(member_id)
 
     @property
     def approvals(self) -> list[PendingApproval]:
@@ -216,8 +245,9 @@ class RunFold:
             answer = self.streams.get(node, "")
             if len(answer) < _MAX_STREAM:
                 self.streams[node] = answer + str(payload.get("chunk", ""))
-        elif kind in ("node.started", "node.completed", "node.failed", "node.cancelled"):
-            self.streams.pop(node, None)
+        elif kind in ("node.started", "node.completed", "node.failed", "node.cancelled",
+                      "node.retried"):
+            self.streams.pop(node, None)  # a stopped attempt's partial answer is dropped
 
     def _run_started(self, event: Mapping[str, Any], payload: Mapping[str, Any]) -> None:
         self.run_id = str(event.get("runId", ""))

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         Turn,
         Vote,
     )
+    from wopdsl.presence import Presence, PresenceSession, PresenceSnapshot
     from wopdsl.run import EventLog, Run, attach
     from wopdsl.state import CouncilState, RunStatus
     from wopdsl.store import EventStore, MemoryStore, RunInfo, SqliteStore, open_store
@@ -68,6 +69,7 @@ _LAZY: Final[dict[str, str]] = {
                      "Message", "Post", "Reply", "RoomSpec", "ScriptPost", "ScriptStep", "Turn",
                      "Vote"), "wopdsl.model"),
     "EventLog": "wopdsl.run", "Run": "wopdsl.run", "attach": "wopdsl.run",
+    **dict.fromkeys(("Presence", "PresenceSession", "PresenceSnapshot"), "wopdsl.presence"),
     "CouncilState": "wopdsl.state", "RunStatus": "wopdsl.state",
     **dict.fromkeys(("EventStore", "MemoryStore", "RunInfo", "SqliteStore", "open_store"),
                     "wopdsl.store"),
@@ -110,6 +112,9 @@ __all__ = [
     "MemoryStore",
     "Message",
     "Post",
+    "Presence",
+    "PresenceSession",
+    "PresenceSnapshot",
     "Reply",
     "RoomSpec",
     "Run",

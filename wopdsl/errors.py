@@ -43,6 +43,7 @@ __all__ = [
     "StoreConflict",
     "StoreError",
     "StoreUnavailable",
+    "TurnAsks",
     "TurnError",
     "TurnSuspended",
     "ValidationError",
@@ -156,14 +157,15 @@ class DeclarationError(WopError, ValueError):
 
     code = "DECLARATION_INVALID"
 
-    def __init__(self, problems: list[Problem] | Problem | str, *, hint: str = "") -> None:
+    def __init__(self, problems: list[Problem] | Problem | str, *, hint: str = "",
+                 subject: str = "council declaration") -> None:
         if isinstance(problems, str):
             problems = [Problem(problems, hint=hint)]
         elif isinstance(problems, Problem):
             problems = [problems]
         self.problems: list[Problem] = list(problems)
         count = len(self.problems)
-        head = "invalid council declaration" + (f" ({count} problems)" if count > 1 else "")
+        head = f"invalid {subject}" + (f" ({count} problems)" if count > 1 else "")
         super().__init__(head + ":\n" + "\n".join("  " + p.render() for p in self.problems))
 
 
@@ -296,3 +298,22 @@ class TurnSuspended(TurnError):
 
     def __init__(self, message: str = "waiting for an approval") -> None:
         super().__init__("SUSPENDED", message)
+
+
+class TurnAsks(TurnSuspended):
+    """A turn waits for an answer to its remote agent's question (``input-required``).
+
+    The engine writes the wait (see :mod:`wopdsl.state.asks`); the turn runs again once a
+    post in ``room`` answers it.
+
+    Args:
+        room: The room the answer is posted in.
+        question: The agent's question.
+        key: The interrupt key of the wait (``a2a/<call id>``).
+    """
+
+    def __init__(self, room: str, question: str, key: str) -> None:
+        super().__init__(f"waiting for an answer in room {room}: {question}")
+        self.room = room
+        self.question = question
+        self.key = key

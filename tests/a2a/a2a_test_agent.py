@@ -13,7 +13,8 @@ member's brief carries it):
   ``plain``;
 * ``fail``: the task fails with a message;
 * ``ask``: the first message of a task asks for input (``input-required``); the answer
-  completes it with ``Sized the <answer> market.``;
+  completes it with ``Sized the <answer> market.`` (its ``@mentions`` left out; after
+  ``$A2A_TEST_ANSWER_SLOW_S`` seconds, default 0); an answer ``again`` asks a second question;
 * ``big``: answers 2 MB of text; ``escapes``: answers control characters and ANSI escapes;
   ``outside``: mentions a member outside the room; ``echo``: answers the ``Authorization``
   header it was sent, in five forms (a hostile agent leaking the member's secret).
@@ -23,6 +24,10 @@ text}`` appended (and fsync'ed) to ``$A2A_TEST_LOG``. With ``$A2A_TEST_TOKEN`` s
 without ``Authorization: Bearer <token>`` are refused (401), the card included. With
 ``$A2A_TEST_CARD=bare`` its card has no name and no skills; ``$A2A_TEST_STREAMING=0`` says it
 does not stream.
+
+Gates for crash tests (a file path each): while ``$A2A_TEST_CARD_GATE`` exists, a request
+for the card waits; while ``$A2A_TEST_SEND_GATE`` exists, a message to an existing task
+waits, and once the file is gone the held request is refused (503) without being processed.
 """
 
 from __future__ import annotations
@@ -117,7 +122,12 @@ class TestExecutor(AgentExecutor):
                 await updater.requires_input(updater.new_agent_message([new_text_part(
                     "Which market should I size?")]))
                 return
-            answer = text.strip() or "unknown"
+            answer = re.sub(r"@\w+\s*", "", text).strip() or "unknown"  # (mentions out)
+            if answer == "again":
+                await updater.requires_input(updater.new_agent_message([new_text_part(
+                    "Which market, really?")]))
+                return
+            await asyncio.sleep(float(os.environ.get("A2A_TEST_ANSWER_SLOW_S", "0")))
             await updater.add_artifact([new_text_part(f"Sized the {answer} market.")],
                                        name="answer")
             await updater.complete()
@@ -179,6 +189,50 @@ class _Bearer(BaseHTTPMiddleware):
         return response
 
 
+class _Gates:
+    """Hold requests while a gate file exists (see the module docstring)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        card_gate = os.environ.get("A2A_TEST_CARD_GATE")
+        if card_gate and scope["path"].startswith("/.well-known/"):
+            while os.path.exists(card_gate):
+                await asyncio.sleep(0.02)
+            await self.app(scope, receive, send)
+            return
+        send_gate = os.environ.get("A2A_TEST_SEND_GATE")
+        if not send_gate or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        held = os.path.exists(send_gate) and b'"taskId"' in body
+        while os.path.exists(send_gate) and held:
+            await asyncio.sleep(0.02)
+        if held:  # never processed: the client that sent it is gone
+            await JSONResponse({"error": "held"}, status_code=503)(scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 def card(url: str, *, streaming: bool = True) -> AgentCard:
     """The agent's card (``url``: where its JSON-RPC endpoint is)."""
     return AgentCard(
@@ -204,6 +258,7 @@ def app(port: int) -> Starlette:
     routes = [*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")]
     application = Starlette(routes=routes)
     application.add_middleware(_Bearer)
+    application.add_middleware(_Gates)
     return application
 
 

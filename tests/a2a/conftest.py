@@ -17,6 +17,11 @@ import pytest
 
 pytest.importorskip("a2a.client", reason="the a2a extra (wopdsl[a2a]) is not installed")
 
+from tests.jupyter.conftest import kernel_prefix, run_notebook
+
+__all__ = ["kernel_prefix", "run_notebook"]
+"""Fixtures of tests/jupyter used here too: a notebook run on a real kernel."""
+
 AGENT = str(Path(__file__).with_name("a2a_test_agent.py"))
 """The test agent (``python a2a_test_agent.py PORT``)."""
 TOKEN = "a2a-sentinel-Qx8Lm3Rv7Tz2"

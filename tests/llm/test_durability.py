@@ -50,7 +50,12 @@ async def test_resume_re_calls_only_the_turn_in_flight(server: ScriptedModelServ
     critic = [(e["type"], e["payload"].get("attempt")) for e in events
               if e.get("nodeId") == "critic" and e["type"] in ("node.started", "node.retried")]
     assert critic == [("node.started", 0), ("node.retried", 1), ("node.started", 1)]
-    assert [u["nodeId"] for u in payloads(events, "provider.usage")] == ["writer", "critic"]
+    # The detached call was sent: its prompt was spent, and counts (estimated: the server
+    # never answered), then the resumed call's usage.
+    assert [u["nodeId"] for u in payloads(events, "provider.usage")] == [
+        "writer", "critic", "critic"]
+    assert [e["payload"]["fields"] for e in events if e["type"] == "log.appended"] == [
+        {"estimated": True}]
     assert resumed.result["agents"][1]["result"] == {"summary": "checked"}
 
 

@@ -344,14 +344,17 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
     v1 = served.request("GET", "/.well-known/openwop", token=None)[1]
     v2 = served.request("GET", "/.well-known/openwop", token=None,
                         headers={"OpenWOP-Version": "2.0"})[1]
-    served_families = {"limits", "conversationPrimitive", "multiPartyConversation", "replay"}
+    served_families = {"limits", "conversationPrimitive", "multiPartyConversation", "replay",
+                        "channelPresence"}
     metadata = {"protocolVersion", "protocolVersions", "preferredVersion", "fixtures",
                 "implementation", "schemaVersions", "supportedEnvelopes"}
     assert set(v1) == served_families | metadata | {"runs"}
     # v1 `runs.pauseResume`; in v2 pause/resume is core (runs.md §Surface): no family record.
     # The v1 envelope list/map have no v2 record (tests/server/test_v2_discovery_schema.py).
-    assert set(v2) == set(v1) - {"runs", "supportedEnvelopes", "schemaVersions"} | {
-        "eventLogSchemaVersion"}
+    # channelPresence is served on v1 paths (RFC 0110's seam is a v1 seam; v2 reaches it only
+    # through a seams profile this host does not advertise): no v2 record.
+    assert set(v2) == set(v1) - {"runs", "supportedEnvelopes", "schemaVersions",
+                                 "channelPresence"} | {"eventLogSchemaVersion"}
     assert set(v1["runs"]) == {"pauseResume"}
     assert v2["eventLogSchemaVersion"] == 3  # v2 metadata: the era new runs are written in.
     assert UNADVERTISED.isdisjoint(v1) and UNADVERTISED.isdisjoint(v2) and "runs" not in v2
@@ -359,3 +362,7 @@ def test_discovery_advertises_only_what_the_host_serves(serve: Any) -> None:
     assert v1["conversationPrimitive"] is True and v2["multiPartyConversation"]["status"]
     status, body, _ = served.request("POST", "/v1/runs/none-such-run-0001:pause", {})
     assert (status, body["error"]) == (404, "run_not_found")  # runs.pauseResume: served.
+    status, body, _ = served.request(  # channelPresence: served (RFC 0110's seam too).
+        "POST", "/v1/host/sample/channel-presence/snapshot",
+        {"conversationId": "c", "member": "user:someone"})
+    assert (status, body["present"]) == (200, ["user:someone"])

@@ -6,12 +6,15 @@ positive and negative case: 202 on a running run, 409 ``run_state_conflict`` wit
 ``details.runStatus`` on a second pause or a resume of a running run, 409 ``run_terminal``
 on an ended run, the cached 202 for a repeated ``Idempotency-Key``, ``node.completed``
 before ``run.paused`` under ``drain-current-node``, a paused run stays paused across a
-restart, and ``runs.pauseResume`` in v1 discovery.
+restart, a waiting fixture cut off by a pause or a ``kill -9`` waits only the rest of its
+delay, and ``runs.pauseResume`` in v1 discovery.
 """
 
 from __future__ import annotations
 
+import signal
 import time
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -121,6 +124,73 @@ def test_v1_drain_lets_the_running_node_complete_first(serve: Any) -> None:
     assert "run.completed" not in kinds  # Paused before the run could end.
     assert _post(served, f"/v1/runs/{run_id}:resume", {})[0] == 202
     assert served.wait_status(run_id, "completed", timeout=10)["status"] == "completed"
+
+
+def _ms(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _waits(events: list[dict[str, Any]]) -> tuple[list[int], list[str]]:
+    """The delay turn's start times (epoch ms) and its completion summaries."""
+    starts = [_ms(e["timestamp"]) for e in events
+              if e["type"] == "node.started" and e["payload"]["nodeId"] == "delay"]
+    done = [e["payload"]["outputs"]["summary"] for e in events
+            if e["type"] == "node.completed" and e["payload"]["nodeId"] == "delay"]
+    return starts, done
+
+
+def _split(delay: int, ran: int) -> str:
+    before = min(ran, delay)
+    return f"waited {delay} ms: {before} before the turn started again, {delay - before} after"
+
+
+def test_a_waiting_fixture_cut_by_an_immediate_pause_waits_only_the_rest(serve: Any) -> None:
+    # conformance/fixtures.md: the fixture is `running` for delayMs; rest-endpoints.md: after
+    # :resume "execution continues from the position recorded at pause". The turn an
+    # immediate pause cut off runs again (a fresh attempt) and waits only what was left: the
+    # time it ran before the pause counts, the time the run was paused does not.
+    served = _serve(serve)
+    for workflow in ("conformance-cancellable", "conformance-delay"):
+        run_id = _create(served, workflow, delayMs=3000)
+        served.wait_status(run_id, "running", timeout=5)
+        time.sleep(0.5)
+        assert _post(served, f"/v1/runs/{run_id}:pause", {"drainPolicy": "immediate"})[0] == 202
+        time.sleep(1.0)
+        assert _post(served, f"/v1/runs/{run_id}:resume", {})[0] == 202
+        assert served.wait_status(run_id, "completed", timeout=10)["status"] == "completed"
+
+        events = served.request("GET", f"/v1/runs/{run_id}/events/poll")[1]["events"]
+        at = {e["type"]: _ms(e["timestamp"]) for e in events if e["type"] in (
+            "run.paused", "run.resumed")}
+        starts, done = _waits(events)
+        ran = starts[1] - starts[0] - (at["run.resumed"] - at["run.paused"])
+        assert 0 < ran < starts[1] - starts[0]  # The pause is left out.
+        assert done == [_split(3000, ran)], workflow
+
+    # Negative: a run nobody paused waits the whole delay in one attempt.
+    run_id = _create(served, "conformance-delay", delayMs=300)
+    served.wait_status(run_id, "completed", timeout=10)
+    events = served.request("GET", f"/v1/runs/{run_id}/events/poll")[1]["events"]
+    assert _waits(events)[1] == ["waited 300 ms"]
+
+
+def test_a_waiting_fixture_cut_by_kill_9_waits_only_the_rest_on_restart(serve: Any) -> None:
+    # How long the turn has been going is read from the log, so a host killed mid-delay
+    # (nothing written at the kill) and restarted waits only what was left; the run stayed
+    # `running` while the host was down, so that time counts (as for the council deadline).
+    served = _serve(serve)
+    run_id = _create(served, "conformance-delay", delayMs=6000)
+    served.wait_status(run_id, "running", timeout=5)
+    time.sleep(0.5)
+    assert served.stop(signal.SIGKILL) == -signal.SIGKILL
+
+    again = serve(COUNCILS / "desk.toml", args=("--conformance",), store=served.store)
+    assert again.wait_status(run_id, "completed", timeout=20)["status"] == "completed"
+    events = again.request("GET", f"/v1/runs/{run_id}/events/poll")[1]["events"]
+    assert [e["payload"]["reason"] for e in events if e["type"] == "run.resumed"] == [
+        "crash-recovery"]
+    starts, done = _waits(events)
+    assert len(starts) == 2 and done == [_split(6000, starts[1] - starts[0])]
 
 
 def test_a_paused_run_stays_paused_across_a_restart(serve: Any, tmp_path: Any) -> None:

@@ -46,7 +46,9 @@ async def test_a_streaming_model_member_shows_the_text_it_writes(
             await settle(pilot, lambda: len(writing()) > 12 and app.fold.phase("critic")
                          == "running")
             seen = writing()
-            assert POST.startswith(seen.rstrip("…")), seen
+            # The roster shows the end of the text so far (as much as fits): under load more
+            # than that may have streamed by now, so the words are a part of the post.
+            assert seen.rstrip("…") in POST, seen
             assert not any(mark in seen for mark in ('{', '"', "summary", "roomId"))
             chunks = [e for e in app.fold.events if e.type == "output.chunk"]
             assert chunks and app.fold.streams["critic"].startswith('{"summary"')

@@ -45,8 +45,12 @@ class Roster(Static):
 
     def show_members(self, members: Sequence[MemberInfo], phases: Mapping[str, str],
                      colors: Mapping[str, str], usage: Mapping[str, str] | None = None,
-                     streams: Mapping[str, str] | None = None) -> None:
+                     streams: Mapping[str, str] | None = None,
+                     present: Mapping[str, str] | None = None) -> None:
         """Redraw from the members (turns, cap) and each one's phase (``RunFold.phase``).
+
+        ``present``: the people watching the run (``watching``, or ``typing``), marked
+        beside their role (channel presence).
 
         ``llm`` members get a line with their model tokens (and cost) and, while a turn is
         in flight, the end of the text their model is writing: its posts' text, not the
@@ -65,6 +69,9 @@ class Roster(Static):
             text.append(label, style=style)
             turns = f"{member.turns}/{member.cap or '?'} turns"
             role = terminal_safe(member.role) + (" · human" if member.human else "")
+            seen = (present or {}).get(member.id)
+            if seen is not None:
+                role += " · ✎ typing" if seen == "typing" else " · ● watching"
             lines = textwrap.wrap(role, width - 2, break_on_hyphens=False) or [""]
             for line in lines:
                 text.append("\n  ")

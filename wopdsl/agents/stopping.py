@@ -24,7 +24,7 @@ import asyncio
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
-__all__ = ["finish_then_stop", "outlast", "stop_turns"]
+__all__ = ["finish_then_stop", "outlast", "stop_once", "stop_turns"]
 
 T = TypeVar("T")
 
@@ -56,9 +56,21 @@ async def stop_turns(turns: Iterable[asyncio.Future[Any]]) -> None:
     """
     pending = [turn for turn in turns if not turn.done()]
     for turn in pending:
-        turn.cancel()
+        stop_once(turn)
     if pending and await outlast(asyncio.gather(*pending, return_exceptions=True)):
         raise asyncio.CancelledError
+
+
+def stop_once(turn: asyncio.Future[Any]) -> None:
+    """Cancel ``turn`` unless a stop is already on its way to it (a steer, then a pause).
+
+    A second cancellation would cut short what the first one waits for — a task that
+    ``asyncio.wait_for`` runs the turn in, still finishing its tool call — and end the turn
+    with the call in flight.
+    """
+    if isinstance(turn, asyncio.Task) and turn.cancelling():
+        return
+    turn.cancel()
 
 
 async def finish_then_stop(work: Coroutine[Any, Any, T]) -> T:

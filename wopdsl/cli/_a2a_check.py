@@ -38,9 +38,7 @@ async def agent_lines(council: Council) -> dict[str, dict[str, Any]]:
             await agent.remote.open()
             card = agent.remote.card
         except A2aSetupError as exc:
-            header = next((name for name, var in agent.header_vars.items()
-                           if var in exc.message), "")
-            raise _located(council, Problem(exc.message, path=f"{where}.headers.{header}",
+            raise _located(council, Problem(exc.message, path=f"{where}.headers.{exc.header}",
                                             hint=exc.hint)) from None
         except RemoteFailure as failure:
             raise _located(council, Problem(

@@ -1,4 +1,4 @@
-"""Private commands that read councils and logs (validate, events, replay, runs, export ...)."""
+"""Private commands that read logs and councils (events, replay, runs, export, check ...)."""
 
 from __future__ import annotations
 
@@ -21,92 +21,13 @@ from wopdsl.cli._output import (
     run_json,
     terminal_safe,
 )
-from wopdsl.cli._targets import Context, import_council, load_council
+from wopdsl.cli._targets import Context, import_council
 from wopdsl.projections import render_transcript, write_room_files
 from wopdsl.protocol import RunEventDoc
-from wopdsl.state import TERMINAL_EVENTS, status_of_event
+from wopdsl.state import TERMINAL_EVENTS, status_of_event, tags_of
 
 TUI_MISSING = "wop tui needs the TUI extra: pip install 'wopdsl[tui]'"
 """What ``wop tui`` says when Textual or the TUI package is missing."""
-
-
-def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop validate FILE``: load and compile; print a summary."""
-    council = load_council(args.file)
-    graph = council.check_runnable()
-    graph.check_rosters(args.max_participants)
-    spec = graph.spec
-    settings = spec.council
-    out = ctx.out
-    tools: dict[str, list[str]] = {}
-    if graph.toolsets():  # starts the MCP servers to list their tools (DESIGN.md §20)
-        import asyncio
-
-        from wopdsl.cli._tool_check import tool_lines
-
-        def note(line: str) -> None:  # on stderr: what validate waits for, or reuses
-            print(f"note: {line}", file=ctx.err, flush=True)
-
-        tools = asyncio.run(tool_lines(council, use_cache=not args.no_cache, note=note))
-    agents: dict[str, dict[str, Any]] = {}
-    if any(m.engine == "a2a" for m in spec.members):  # reads each agent's card (§25)
-        import asyncio
-
-        from wopdsl.cli._a2a_check import agent_lines
-
-        agents = asyncio.run(agent_lines(council))
-    if args.json:
-        doc = {"status": "ok", "council": spec.id, "version": settings.version,
-               "rooms": {r.id: list(r.members) for r in graph.rooms.values()},
-               "members": [m.id for m in graph.members.values()]}
-        if tools:
-            doc["tools"] = tools
-        if agents:
-            doc["agents"] = agents
-        print_json(doc, out)
-        return EXIT_OK
-    print(f"ok: council {spec.id} (version {settings.version})", file=out)
-    print(f"  task: {settings.task}", file=out)
-    print(f"  limits: global_concurrency={settings.global_concurrency} "
-          f"max_turns_per_member={settings.max_turns_per_member} "
-          f"tail_messages={settings.tail_messages}", file=out)
-    print(f"  rooms ({len(graph.rooms)}):", file=out)
-    for spec_room in spec.rooms:
-        how = [f"{spec_room.rounds} round{'s' if spec_room.rounds != 1 else ''}"
-               if spec_room.rounds else "", "blind" if spec_room.blind else "",
-               "anonymous" if spec_room.anonymous else "",
-               f"@all wakes at most {spec_room.max_wake}" if spec_room.max_wake else ""]
-        shown = ", ".join(h for h in how if h)
-        print(f"    {spec_room.id}: {', '.join(spec_room.members)}"
-              + (f" ({shown})" if shown else ""), file=out)
-    for line in decision_summary(spec):
-        print(line, file=out)
-    print(f"  members ({len(graph.members)}):", file=out)
-    for member in graph.members.values():
-        extra = []
-        if not member.spec.initial_turn:
-            extra.append("waits for a mention")
-        if member.spec.handler:
-            extra.append(f"handler {member.spec.handler}")
-        tail = f" ({'; '.join(extra)})" if extra else ""
-        print(f"    {member.id} [{member.spec.role}] engine={member.spec.engine} "
-              f"cap={member.cap}{tail}", file=out)
-        for line in tools.get(member.id, []):
-            print(f"      tool {line}", file=out)
-        card = agents.get(member.id)
-        if card is not None:
-            print(f"      agent {card['name']!r} {card['version']}: skills "
-                  f"{', '.join(card['skills'])}; "
-                  f"{'streams' if card['streaming'] else 'does not stream'}", file=out)
-    for line in worst_case_lines(spec, graph.members.values()):
-        print(line, file=out)
-    if tools:
-        from wopdsl.cli._tool_check import tool_worst_case
-
-        for line in tool_worst_case(council, tools):
-            print(line, file=out)
-    out.flush()
-    return EXIT_OK
 
 
 def _json_line(event: RunEventDoc) -> str:
@@ -178,7 +99,11 @@ def cmd_rooms(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop runs``: every run in the store with its council, status and event count."""
+    """``wop runs``: every run in the store with its council, status and event count.
+
+    ``--tag TAG`` (repeatable; ``--eval``, ``--arm``, ``--case`` and ``--repeat`` are
+    shorthands for ``--tag eval=ID`` …) keeps the runs that carry every tag given.
+    """
     try:
         store = ctx.store(create=False, read_only=True)
     except RunNotFound:
@@ -186,36 +111,48 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
         infos = []
     else:
         infos = store.runs()
+    wanted = wanted_tags(args)
     rows: list[dict[str, Any]] = []
     for info in infos:
+        events = store.read(info.run_id)
+        metadata = events[0]["payload"].get("metadata") if events else None
+        tags = tags_of(metadata) if isinstance(metadata, dict) else []
+        if not wanted <= set(tags):
+            continue
         status = status_of_event(info.last_type)
         if status is None:
-            status = CouncilState.fold(store.read(info.run_id)).status
+            status = CouncilState.fold(events).status
         row = {"runId": info.run_id, "council": info.workflow_id, "status": status,
                "events": info.last_sequence + 1, "startedAt": info.started_at}
         driven = store.driven(info.run_id) if status == "running" else None
         if driven is not None:  # Whether a process drives it (claims); None: can't tell.
             row["driven"] = driven
-        usage = run_usage(store, info.run_id)
+        usage = run_usage(events)
         if usage is not None:
             row["usage"] = usage
+        if tags:
+            row["tags"] = tags
         rows.append(row)
     if args.json:
         print_json(rows, ctx.out)
         return EXIT_OK
     if not rows:
-        print(f"no runs in {ctx.store_shown}", file=ctx.out, flush=True)
+        which = f" tagged {', '.join(sorted(wanted))}" if wanted else ""
+        print(f"no runs{which} in {ctx.store_shown}", file=ctx.out, flush=True)
         return EXIT_OK
     stopped = [r["runId"] for r in rows if r.get("driven") is False]
-    table = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST", "STARTED")] + [
+    tagged = any("tags" in r for r in rows)
+    table: list[tuple[str, ...]] = [("RUN", "COUNCIL", "STATUS", "EVENTS", "TOKENS", "COST",
+                                     "STARTED", *(("TAGS",) if tagged else ()))] + [
         (r["runId"], r["council"], "interrupted" if r.get("driven") is False else r["status"],
-         str(r["events"]), *usage_cells(r.get("usage")), r["startedAt"]) for r in rows
+         str(r["events"]), *usage_cells(r.get("usage")), r["startedAt"],
+         *((" ".join(r.get("tags", [])),) if tagged else ())) for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(6)]
-    for row in table:
-        cells = [row[i].ljust(widths[i]) if i < 3 else row[i].rjust(widths[i])
+    widths = [max(len(line[i]) for line in table) for i in range(6)]
+    for line in table:
+        cells = [line[i].ljust(widths[i]) if i < 3 else line[i].rjust(widths[i])
                  for i in range(6)]
-        print("  ".join([*cells, row[6]]), file=ctx.out)
+        print("  ".join([*cells, *line[6:]]), file=ctx.out)
     for run_id in stopped:
         print(f"interrupted: no process drives run {run_id} (it stopped mid-run); continue it "
               f"with `{resume_hint(run_id, ctx.store_flag)}`", file=ctx.out)
@@ -223,10 +160,20 @@ def cmd_runs(ctx: Context, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_usage(store: Any, run_id: str) -> dict[str, Any] | None:
+def wanted_tags(args: argparse.Namespace) -> set[str]:
+    """The tags ``wop runs`` filters by: ``--tag`` and the eval shorthands."""
+    wanted = set(args.tag or ())
+    for key in ("eval", "arm", "case", "repeat"):
+        value = getattr(args, key, None)
+        if value is not None:
+            wanted.add(f"{key}={value}")
+    return wanted
+
+
+def run_usage(events: list[RunEventDoc]) -> dict[str, Any] | None:
     """The run's model usage total (``provider.usage`` events summed), if any."""
     total: dict[str, Any] | None = None
-    for event in store.read(run_id):
+    for event in events:
         if event["type"] != "provider.usage":
             continue
         payload = event["payload"]
@@ -246,74 +193,6 @@ def usage_cells(usage: dict[str, Any] | None) -> tuple[str, str]:
         return "-", "-"
     cost = f"${usage['costUsd']:.4f}" if "costUsd" in usage else "-"
     return f"{usage['totalTokens']:,}", cost
-
-
-def decision_summary(spec: Any) -> list[str]:
-    """``wop validate``'s lines for the chair and the decisions (DESIGN.md §22)."""
-    from wopdsl.model.debate import voters_of
-
-    lines = [f"  chair: {spec.council.chair} (takes the last turn)"] if spec.council.chair \
-        else []
-    if spec.decisions:
-        lines.append(f"  decisions ({len(spec.decisions)}):")
-    for decision in spec.decisions:
-        if decision.options is not None:
-            how = f"{', '.join(decision.options)} by {decision.rule.replace('_', ' ')}"
-        else:
-            how = f"a score {decision.scale[0]}..{decision.scale[1]} (median)"
-        voters = voters_of(spec, decision)
-        quorum = decision.quorum or len(voters)
-        lines.append(f"    {decision.id} in {decision.room}: {decision.question} — {how}; "
-                     f"voters {', '.join(voters)}; quorum {quorum}")
-    return lines
-
-
-def worst_case_lines(spec: Any, members: Any) -> list[str]:
-    """``wop validate``'s worst case: turns (sum of caps) and, for llm members, tokens, cost."""
-    from wopdsl.model.debate import turn_bound
-
-    members = list(members)
-    bounds = {m.id: turn_bound(spec, m.id, m.cap) for m in members}
-    turns = sum(bounds[m.id] for m in members if not m.human)
-    humans = [m.id for m in members if m.human]
-    people = f", not counting the turns of human members ({', '.join(humans)})" if humans else ""
-    bounded = [f"{m.id} {bounds[m.id]}" for m in members
-               if bounds[m.id] < m.cap and not m.human]
-    how = f"caps; with rounds: {', '.join(bounded)}" if bounded else "sum of caps"
-    lines = [f"  worst case: {turns} member turns ({how}){people}"]
-    llm = [m for m in members if m.spec.engine == "llm"]
-    if not llm:
-        return lines
-    tokens = 0
-    cost = 0.0
-    priced = True
-    for member in llm:
-        profile = spec.models[member.spec.model]
-        out = member.spec.max_output_tokens or profile.max_output_tokens
-        repairs = member.spec.repair_attempts if member.spec.repair_attempts is not None else 1
-        toolset = getattr(member.agent, "toolset", None)  # one model call per round of tools
-        rounds = toolset.max_calls if toolset is not None else 0
-        calls = bounds[member.id] * (1 + repairs + rounds)
-        tokens += calls * out
-        price = profile.cost_usd(0, calls * out)
-        if price is None:
-            priced = False
-        else:
-            cost += price
-        lines.append(f"    {member.id}: {calls} calls × {out} output tokens "
-                     f"(model {profile.model} via [models.{member.spec.model}])")
-    cost_text = f", ${cost:.4f} of output" if priced else " (no prices set: cost unknown)"
-    lines.append(f"  worst case output: {tokens:,} tokens{cost_text}; prompts add input "
-                 "tokens")
-    budget = spec.council
-    if budget.max_tokens is not None or budget.max_cost_usd is not None:
-        limits = []
-        if budget.max_tokens is not None:
-            limits.append(f"max_tokens={budget.max_tokens:,}")
-        if budget.max_cost_usd is not None:
-            limits.append(f"max_cost_usd={budget.max_cost_usd:g}")
-        lines.append(f"  budget: {' '.join(limits)} (a call that could pass it is not made)")
-    return lines
 
 
 def cmd_export(ctx: Context, args: argparse.Namespace) -> int:
@@ -374,6 +253,9 @@ def cmd_tui(ctx: Context, args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"store": ctx.store_arg}
     if args.max_participants is not None:
         options["max_participants"] = args.max_participants
-    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None).
+    if getattr(args, "as_", None):
+        options["as_"] = args.as_
+    # The TUI package's entry point: run_app(target, store=None, *, max_participants=None,
+    # as_=None).
     result = tui.run_app(args.target, **options)
     return int(result or 0)

@@ -210,11 +210,11 @@ def cmd_resume(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_reply(ctx: Context, args: argparse.Namespace) -> int:
-    """``wop reply RUN --room R [--as MEMBER] TEXT``: post as the human, then continue."""
+    """``wop reply RUN --room R [--as MEMBER] [--steer] TEXT``: post as the human, go on."""
 
     async def post(run: Run) -> None:
         await run.reply(args.text or "", room=args.room, as_=args.as_,
-                        resume=_resume_payload(args))
+                        resume=_resume_payload(args), steer=args.steer)
 
     return act_then_follow(ctx, args, post)
 

@@ -355,17 +355,26 @@ def waiting_text(run_id: str, state: CouncilState, store_flag: str = "", *,
         where = f"in room{'s' if len(rooms) != 1 else ''} {', '.join(rooms)}" if rooms else \
             "(no open room)"
         lines.append(f"waiting for input: {member_id} {where}")
+    for ask in state.asks.open.values():
+        first_room = first_room or ask.room
+        lines.append(terminal_safe(f"waiting for an answer in room {ask.room}: {ask.member}'s "
+                                   f"agent asks: {ask.question}"))
     approvals = approval_lines(run_id, state, store_flag, store)
     lines.extend(approvals[:-1] if memory else approvals)
     if memory:
         lines.append(f"note: {MEMORY_GONE}")
         return "\n".join(lines)
     names = state.waiting_for
+    council_flag = f" --council {shlex.quote(council)}" if council else ""
+    if not names and state.asks.open:
+        who = [m for m in state.rooms[first_room].members if state.members[m].awaited]
+        as_flag = f" --as {who[0]}" if len(who) > 1 else ""
+        lines.append(f"answer with: wop{store_flag} reply {shlex.quote(run_id)} --room "
+                     f"{shlex.quote(first_room)}{as_flag}{council_flag} \"your answer\"")
     if not names:
         return "\n".join(lines)
     as_flag = f" --as {names[0]}" if len(names) > 1 else ""
     room = shlex.quote(first_room or "ROOM")
-    council_flag = f" --council {shlex.quote(council)}" if council else ""
     lines.append(f"reply with: wop{store_flag} reply {shlex.quote(run_id)} --room {room}"
                  f"{as_flag}{council_flag} \"your message (@member asks for a turn)\"")
     for decision in state.decisions.values():

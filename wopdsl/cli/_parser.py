@@ -10,6 +10,7 @@ from typing import Any
 from wopdsl import __version__
 from wopdsl._ids import IDENT_RULE, is_ident
 from wopdsl.cli._capabilities import add_capabilities
+from wopdsl.cli._eval_parser import add_eval
 from wopdsl.cli._serve import add_serve
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
 
@@ -35,10 +36,12 @@ class _Commands:
 
 
 _commands = _Commands("wopdsl.cli._commands")
+_validate = _Commands("wopdsl.cli._validate")
 _drive = _Commands("wopdsl.cli._drive")
 _inspect = _Commands("wopdsl.cli._inspect")
 _approve = _Commands("wopdsl.cli._approve")
 _deliberation = _Commands("wopdsl.cli._deliberation")
+_eval = _Commands("wopdsl.cli._eval")
 
 _EPILOG = """\
 exit codes: 0 completed / ok, 1 run failed (or internal error), 2 invalid input or a store
@@ -123,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=func)
         return cmd
 
-    cmd = add("validate", _commands.cmd_validate, "load and compile a council; print a summary")
+    cmd = add("validate", _validate.cmd_validate, "load and compile a council; print a summary")
     cmd.add_argument("file", metavar="FILE", help="council file (.toml) or MODULE:ATTR")
     _max_participants(cmd)
     cmd.add_argument("--no-cache", action="store_true",
@@ -158,10 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--close", action="store_true",
                      help="close the room's conversation (RFC 0005 §E close)")
     cmd.add_argument("--outcome", metavar="JSON", help="with --close: the conversation's outcome")
+    cmd.add_argument("--steer", action="store_true",
+                     help="interrupt: the members TEXT mentions (else the room's members) stop "
+                          "their running turns and take them again with this post")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member to post as (when there are several)")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     _json_flag(cmd)
 
     cmd = add("approve", _approve.cmd_approve,
@@ -175,8 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--reason", metavar="TEXT", help="why (given to the model with --reject)")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human member deciding (the tool's approver)")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     _json_flag(cmd)
 
     cmd = add("vote", _deliberation.cmd_vote,
@@ -190,8 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also post this message in the decision's room (@member mentions)")
     cmd.add_argument("--as", dest="as_", metavar="MEMBER",
                      help="the human voter (when there are several)")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     _json_flag(cmd)
 
     cmd = add("metrics", _deliberation.cmd_metrics,
@@ -217,6 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--out", required=True, metavar="DIR")
 
     cmd = add("runs", _commands.cmd_runs, "list the runs in the store")
+    cmd.add_argument("--tag", action="append", metavar="TAG",
+                     help="only runs with this tag (repeat for several: all must match)")
+    for key, what in (("eval", "an eval's runs (wop eval): --tag eval=ID"),
+                      ("arm", "an eval arm's runs: --tag arm=ARM"),
+                      ("case", "an eval case's runs: --tag case=CASE"),
+                      ("repeat", "an eval repeat's runs: --tag repeat=N")):
+        cmd.add_argument(f"--{key}", metavar=key.upper(), help=f"only {what}")
     _json_flag(cmd, "print the runs as a JSON list")
 
     cmd = add("export", _commands.cmd_export, "write a decorator council as a TOML file")
@@ -261,8 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("target", metavar="FILE|RUN", help="a council file to run, or a run id")
     cmd.add_argument("--max-participants", type=_participants, metavar="N",
                      help="most agent participants per room of a started run")
+    cmd.add_argument("--as", dest="as_", metavar="MEMBER",
+                     help="the human member you post as (several people may share a run)")
 
     add_serve(sub, common, _at_least)
+    add_eval(sub, common, _at_least, _eval.cmd_eval)
     add_capabilities(sub, common, _at_least)
 
     cmd = add("fork", _drive.cmd_fork, "a new run from RUN's log up to SEQ, then continued")
@@ -271,8 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--from", dest="from_", type=_sequence, required=True, metavar="SEQ")
     cmd.add_argument("--mode", choices=("replay", "branch"), default="branch")
     cmd.add_argument("--run-id", type=_run_id, metavar="ID", help="the new run's id")
-    cmd.add_argument("--council", metavar="FILE",
-                     help="council file or MODULE:ATTR that re-binds python handlers")
+    _council_flag(cmd)
     cmd.add_argument("--base-url", metavar="URL",
                      help="model server for profiles without base_url (default: the one "
                           "the source run recorded)")
@@ -292,6 +304,11 @@ def _max_participants(cmd: argparse.ArgumentParser) -> None:
                      default=DEFAULT_MAX_PARTICIPANTS,
                      help="the host's multiPartyConversation.maxParticipants: most agent "
                           f"participants per room (default {DEFAULT_MAX_PARTICIPANTS})")
+
+
+def _council_flag(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--council", metavar="FILE",
+                     help="council file or MODULE:ATTR that re-binds python handlers")
 
 
 def _json_flag(cmd: argparse.ArgumentParser,

@@ -53,6 +53,10 @@ def add_serve(sub: Any, common: argparse.ArgumentParser, int_at_least: Any) -> N
     cmd.add_argument("--body-timeout", type=float, metavar="SECONDS", default=30.0,
                      help="seconds a request has to send its body (408 beyond; default 30)")
     host_options(cmd, int_at_least)
+    cmd.add_argument("--a2a", action="store_true",
+                     help="also serve each council as an A2A 1.0 agent: its card at "
+                          "/a2a/COUNCIL/.well-known/agent-card.json, JSON-RPC at /a2a/COUNCIL "
+                          "(needs the a2a extra)")
     cmd.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                      default="info")
     cmd.add_argument("--otel", action="store_true",
@@ -142,8 +146,15 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     councils = [] if args.conformance and not args.paths else discover(args.paths)
     store = ctx.store()
     hosts = _allowed_hosts(args.allowed_hosts, args.host, ctx)
+    if args.a2a:
+        try:
+            import a2a.server  # noqa: F401
+        except ModuleNotFoundError:
+            raise CommandError("SERVER_MISSING", "wop serve --a2a needs the a2a extra (a2a-sdk "
+                               "is not installed)", hint="pip install 'wopdsl[server,a2a]'"
+                               ) from None
     app = create_app(store, councils, tokens=tokens, limits=limits, allowed_hosts=hosts,
-                     conformance=args.conformance)
+                     conformance=args.conformance, a2a=args.a2a)
     import logging
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: "
@@ -157,6 +168,9 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
     auth = f"{len(tokens)} principal(s)" if tokens else "no tokens (loopback only)"
     print(f"wop serve: {len(ids)} council(s) [{names}], store {ctx.store_shown}, "
           f"auth: {auth}", file=ctx.err, flush=True)
+    if args.a2a:
+        print(f"wop serve: A2A agents at /a2a/COUNCIL for {', '.join(c.id for c in councils)} "
+              "(cards at /a2a/COUNCIL/.well-known/agent-card.json)", file=ctx.err, flush=True)
     from wopdsl.server.connections import connection_budget, guarded_protocol
     from wopdsl.server.logs import throttle
 

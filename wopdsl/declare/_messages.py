@@ -77,18 +77,23 @@ HINT_MARK = " | hint: "
 """Separates a model validator's message from its hint (``"… | hint: write …"``)."""
 
 
-def describe_error(error: Any, data: Any) -> tuple[str, str]:
-    """Return a readable message and a hint for one pydantic error on council data."""
+def describe_error(error: Any, data: Any, *, root: type[BaseModel] = CouncilSpec,
+                   guide: str = "docs/guides/toml.md") -> tuple[str, str]:
+    """Return a readable message and a hint for one pydantic error on council data.
+
+    ``root`` is the model the data was validated into (another file format's, for the
+    allowed keys of a table); ``guide`` the document hints point to.
+    """
     kind: str = error["type"]
     loc: tuple[str | int, ...] = tuple(error["loc"])
     ctx: dict[str, Any] = error.get("ctx") or {}
     value = error.get("input")
     key = loc[-1] if loc else ""
     if kind == "extra_forbidden":
-        return _unknown_key(loc)
+        return _unknown_key(loc, root, guide)
     if kind == "missing":
         return _missing(loc)
-    if isinstance(key, str) and key in _LIMITS and _model_at(loc[:-1]) in _LIMIT_MODELS:
+    if isinstance(key, str) and key in _LIMITS and _model_at(loc[:-1], root) in _LIMIT_MODELS:
         return f"{_LIMIT_MESSAGE}, got {_show(value)}", _LIMIT_HINT
     if kind in ("string_too_long", "string_too_short") or (
         kind == "string_pattern_mismatch" and ctx.get("pattern") == IDENT_PATTERN
@@ -133,23 +138,24 @@ def describe_error(error: Any, data: Any) -> tuple[str, str]:
     message = str(error["msg"])
     return (
         f"{message[:1].lower()}{message[1:]}, got {_show(value)}",
-        "see docs/guides/toml.md for the allowed values",
+        f"see {guide} for the allowed values",
     )
 
 
-def _unknown_key(loc: tuple[str | int, ...]) -> tuple[str, str]:
+def _unknown_key(loc: tuple[str | int, ...], root: type[BaseModel],
+                 guide: str) -> tuple[str, str]:
     key = str(loc[-1])
-    model = _model_at(loc[:-1])
+    model = _model_at(loc[:-1], root)
     allowed = list(model.model_fields) if model is not None else []
     message = f"unknown key '{key}'" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
     likely = [name for name in _LIKELY_KEYS.get(key, ()) if name in allowed]
     likely += difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     guess = likely[0] if likely else None
-    if len(loc) == 1 and key in CouncilSettings.model_fields:
+    if len(loc) == 1 and root is CouncilSpec and key in CouncilSettings.model_fields:
         return message, f"move '{key}' under the [council] table"
     if guess is not None:
         return message, f"did you mean '{guess}'? Otherwise remove the key"
-    return message, "remove the key or fix its spelling (see docs/guides/toml.md)"
+    return message, f"remove the key or fix its spelling (see {guide})"
 
 
 def _missing(loc: tuple[str | int, ...]) -> tuple[str, str]:
@@ -177,8 +183,8 @@ def _table_name(loc: tuple[str | int, ...]) -> str:
     return "the file"
 
 
-def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
-    annotation: Any = CouncilSpec
+def _model_at(loc: tuple[str | int, ...], root: type[BaseModel]) -> type[BaseModel] | None:
+    annotation: Any = root
     for part in loc:
         if isinstance(part, int):
             continue

@@ -7,8 +7,6 @@ and all problems of a file are raised together in one :class:`~wopdsl.errors.Dec
 from __future__ import annotations
 
 import os
-import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from wopdsl.declare._bounds import data_problem, dotted_problem, parse_failure, size_problem
+from wopdsl.declare._bounds import data_problem
 from wopdsl.declare._messages import describe_error
 from wopdsl.declare._python_file import python_file_problem
 from wopdsl.declare._source_map import SourceMap, format_path, parse_path
+from wopdsl.declare.document import in_file_order, parse_toml, read_text
 from wopdsl.errors import DeclarationError, Problem
 from wopdsl.model.checks import check_spec
 from wopdsl.model.spec import CouncilSpec
@@ -33,26 +32,6 @@ __all__ = [
     "loads_spec",
     "spec_from_data",
 ]
-
-_AT = re.compile(r"^(?P<message>.*?) \(at line (?P<line>\d+), column (?P<column>\d+)\)$", re.S)
-_AT_END = re.compile(r"^(?P<message>.*?) \(at end of document\)$", re.S)
-_SYNTAX_HINTS = (
-    ("overwrite", "each key may appear once per table; remove or rename the duplicate"),
-    ("twice", "each table may be declared once; merge the two tables"),
-    ("inline table", "an inline table { ... } must stay on one line; close it there"),
-    (
-        "key part",
-        "a key goes here; an inline table { ... } must stay on one line, and keys "
-        "with characters other than A-Z a-z 0-9 _ - need quotes",
-    ),
-    ("unclosed array", "close the array with ]"),
-    ("unterminated string", "close the string with the quote it opened with (\" or ')"),
-    ("illegal character", "escape control characters in strings (\\n, \\t, \\u0001)"),
-    ("invalid value", 'quote strings ("..."); booleans are true/false; arrays use [ ... ]'),
-    ("expected '='", "write key = value; a key with spaces or other characters needs quotes"),
-    ("invalid statement", "each line is a key = value pair, a [table] or an [[array]] header"),
-)
-_DEFAULT_SYNTAX_HINT = "fix the TOML syntax here (TOML v1.0: https://toml.io/en/v1.0.0)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,46 +95,7 @@ def load_declaration(path: str | os.PathLike[str]) -> Declaration:
         ['writer', 'reviewer']
     """
     source = os.fspath(path)
-    try:
-        too_big = size_problem(Path(source).stat().st_size, source)
-        if too_big is not None:
-            raise DeclarationError(too_big)
-        raw = Path(source).read_bytes()
-    except FileNotFoundError:
-        raise DeclarationError(
-            Problem("file not found", source=source, hint="check the path and the file name")
-        ) from None
-    except IsADirectoryError:
-        raise DeclarationError(
-            Problem(
-                "is a directory, not a council file",
-                source=source,
-                hint="pass the .toml file itself",
-            )
-        ) from None
-    except OSError as exc:
-        raise DeclarationError(
-            Problem(
-                f"cannot read the file: {exc.strerror or exc}",
-                source=source,
-                hint="check the file's permissions",
-            )
-        ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        line_start = raw.rfind(b"\n", 0, exc.start) + 1
-        column = len(raw[line_start : exc.start].decode("utf-8", errors="replace")) + 1
-        raise DeclarationError(
-            Problem(
-                f"not UTF-8 text (byte 0x{raw[exc.start]:02x} cannot be decoded)",
-                source=source,
-                line=line,
-                column=column,
-                hint="save the file as UTF-8",
-            )
-        ) from None
+    text = read_text(source)
     if Path(source).suffix == ".py":
         raise DeclarationError(python_file_problem(source, text))
     return loads_declaration(text, source)
@@ -189,26 +129,12 @@ def loads_declaration(text: str, source: str = "<string>") -> Declaration:
         >>> declaration.spec.members[0].script[0].summary
         'Hello.'
     """
-    # A byte order mark is not TOML, but editors add it; it is invisible, so drop it.
-    text = text.removeprefix("\ufeff")
-    too_big = size_problem(len(text), source)
-    if too_big is not None:
-        raise DeclarationError(too_big)
-    too_dotted = dotted_problem(text, source)
-    if too_dotted is not None:
-        raise DeclarationError(too_dotted)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DeclarationError(_syntax_problem(exc, text, source)) from None
-    except (RecursionError, ValueError, MemoryError) as exc:
-        # Nesting deeper than the parser's recursion, or an integer of 4,301+ digits.
-        raise DeclarationError(parse_failure(text, source, exc)) from None
-    source_map = SourceMap(text)
+    document = parse_toml(text, source)
+    data, source_map = document.data, document.source_map
     spec = _validate(data, source_map, source)
 
     def locate(problems: Iterable[Problem]) -> list[Problem]:
-        return _in_file_order(_locate(problems, source_map, data, source))
+        return in_file_order(_locate(problems, source_map, data, source))
 
     return Declaration(spec, source, locate)
 
@@ -269,14 +195,14 @@ def _validate(data: Any, source_map: SourceMap | None, source: str | None) -> Co
             message, hint = describe_error(error, data)
             line, column = (source_map and source_map.locate(loc)) or (None, None)
             problems.append(Problem(message, format_path(loc, data), hint, source, line, column))
-        raise DeclarationError(_in_file_order(problems)) from None
+        raise DeclarationError(in_file_order(problems)) from None
     problems = check_spec(spec)
     if source_map is not None:
         problems = _locate(problems, source_map, data, source)
     else:
         problems = [_with_source(p, source) for p in problems]
     if problems:
-        raise DeclarationError(_in_file_order(problems))
+        raise DeclarationError(in_file_order(problems))
     return spec
 
 
@@ -294,39 +220,3 @@ def _locate(
             )
         )
     return located
-
-
-def _in_file_order(problems: list[Problem]) -> list[Problem]:
-    return sorted(
-        problems,
-        key=lambda p: (p.line is None, p.line or 0, p.column or 0),
-    )
-
-
-def _syntax_problem(exc: tomllib.TOMLDecodeError, text: str, source: str) -> Problem:
-    raw = str(exc)
-    line: int | None
-    column: int | None
-    found = _AT.match(raw)
-    if found is not None:
-        message = found.group("message")
-        line, column = int(found.group("line")), int(found.group("column"))
-    elif (end := _AT_END.match(raw)) is not None:
-        message = end.group("message")
-        line = text.count("\n") + 1
-        column = len(text) - (text.rfind("\n") + 1) + 1
-    else:  # pragma: no cover - tomllib always appends a position today.
-        message = raw
-        line = getattr(exc, "lineno", None)
-        column = getattr(exc, "colno", None)
-    lowered = message.lower()
-    hint = next((h for key, h in _SYNTAX_HINTS if key in lowered), _DEFAULT_SYNTAX_HINT)
-    if "overwrite" in lowered and line is not None:
-        # tomllib reports the end of the second value; point at the repeated key instead.
-        earlier = [d for d in SourceMap(text).duplicates if d[1][0] <= line]
-        if earlier:
-            path, (line, column) = earlier[-1]
-            message += f": {format_path(path)} is already set"
-    return Problem(
-        f"TOML syntax error: {message[:1].lower()}{message[1:]}", "", hint, source, line, column
-    )

@@ -14,7 +14,6 @@ from typing import Any
 
 from wopdsl.engine._writer import EventWriter
 from wopdsl.model.votes import NO_MAJORITY, NO_QUORUM, TIED, tally
-from wopdsl.protocol import payloads as p
 from wopdsl.state import DecisionState, RoomState
 
 __all__ = ["Deliberation", "decision_block"]
@@ -99,16 +98,6 @@ class Deliberation(EventWriter):
                 f"{len(decision.voters)} voted"
                 + (f"; {dissent} dissent" if dissent else "") + ").")
         self._note(decision.room, text, decision=block)
-
-    def _note(self, room_id: str, text: str, **facts: Any) -> None:
-        """A ``system`` turn in the room's conversation carrying ``facts`` in its content."""
-        room = self.state.rooms[room_id]
-        turn = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
-                             room_id)
-        turn["content"].update(facts)
-        self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id,
-                                                                      turn),
-                   node_id=p.room_node_id(room_id), causation=room.last_event_id)
 
 
 def decision_block(decision: DecisionState) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
                 "fix the brief template",
             ) from None
     turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, result,
-                    messages, triggers, decisions, rounds, peers)
+                    messages, triggers, decisions, rounds, peers, inflight.elapsed_ms)
     _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
     return turn
 

@@ -15,12 +15,14 @@ from typing import Any
 from wopdsl.agents.tools.events import REPEAT
 from wopdsl.agents.tools.journal import Decision, RecordedCall, read_records
 from wopdsl.errors import TurnError
+from wopdsl.protocol.payloads import ASK_PREFIX
 from wopdsl.state import Inflight
 from wopdsl.store.base import EventStore
 
 __all__ = ["Journal"]
 
 _APPROVAL = "approval/"
+_ASK = ASK_PREFIX
 
 
 class Journal:
@@ -54,16 +56,15 @@ class Journal:
                 call_id = str(payload.get("callId", ""))
                 if call_id.startswith(self._prefix):
                     logged.setdefault(call_id, {})[kind] = payload
-            elif kind == "interrupt.requested" and payload.get("kind") == "approval":
-                key = str(payload.get("key", ""))
+            elif kind in ("interrupt.requested", "interrupt.resolved"):
+                key = str(payload.get("key" if kind == "interrupt.requested"
+                                      else "interruptId", ""))
+                what = "requested" if kind == "interrupt.requested" else "resolved"
                 if key.startswith(_APPROVAL + self._prefix):
                     call_id, repeat, _ = key[len(_APPROVAL):].partition(REPEAT)
-                    logged.setdefault(call_id, {})["requested" + repeat] = payload
-            elif kind == "interrupt.resolved":
-                key = str(payload.get("interruptId", ""))
-                if key.startswith(_APPROVAL + self._prefix):
-                    call_id, repeat, _ = key[len(_APPROVAL):].partition(REPEAT)
-                    logged.setdefault(call_id, {})["resolved" + repeat] = payload
+                    logged.setdefault(call_id, {})[what + repeat] = payload
+                elif key.startswith(_ASK + self._prefix):  # an a2a agent's question
+                    logged.setdefault(key[len(_ASK):], {})["asked" + what] = payload
         if self.replay_source is not None:  # a replay fork cut inside this turn: the
             # source's records of the calls its log kept (a cut before the turn keeps none)
             source = store.read_private(self.replay_source, self._prefix)
@@ -84,6 +85,9 @@ class Journal:
             call.requested = "requested" in seen
             call.repeat_requested = "requested" + REPEAT in seen
             call.decision = _decision(seen.get("resolved"))
+            call.requested = call.requested or "askedrequested" in seen
+            answered = seen.get("askedresolved")
+            call.reply = dict(answered.get("resumeValue") or {}) if answered else None
             call.repeat_decision = _decision(seen.get("resolved" + REPEAT))
             calls.append(call)
         return calls

@@ -1,10 +1,10 @@
 """Private: what one member sees of a deliberating council (DESIGN.md §22).
 
-A blind room shows a member none of the current round's posts by others (its own posts and
-the room's system turns stay, the tail is filled from earlier messages); an anonymous room
-shows the others under their aliases and the member itself as ``you``, with opaque message
-ids and no dispatch positions. Decisions are shown as the member may know them: its own vote
-while one is open, the outcome, tally and dissent once it closed.
+A blind room shows a member none of the current round's posts by others (its own posts,
+the room's system turns and steering posts stay, the tail is filled from earlier messages);
+an anonymous room shows the others under their aliases and the member itself as ``you``,
+with opaque message ids and no dispatch positions. Decisions are shown as the member may
+know them: its own vote while one is open, the outcome, tally and dissent once it closed.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ def _visible_tail(state: CouncilState, room_id: str, viewer: str, cut: int) -> l
     if cut >= len(messages):
         return messages[-tail:]
     own = state.rooms[room_id].round_posts.get(viewer, [])  # Blind, mid-round.
+    if state.steering:  # Steering posts stay visible: instructions, not answers.
+        first = state.order[messages[cut].id]
+        steers = [state.messages[post] for post in state.steering
+                  if state.messages[post].room == room_id and state.order[post] >= first]
+        if steers:
+            own = _merged(state, own, steers)
     return (messages[max(0, cut - tail):cut] + own)[-tail:]
 
 
@@ -76,7 +82,7 @@ def _merged(state: CouncilState, *groups: list[Message]) -> list[Message]:
 def _visible(state: CouncilState, message: Message, viewer: str,
              cuts: dict[str, int]) -> bool:
     cut = cuts.get(message.room)
-    if cut is None or message.sender in (viewer, _SYSTEM):
+    if cut is None or message.sender in (viewer, _SYSTEM) or message.id in state.steering:
         return True
     room = state.rooms[message.room]
     return cut >= len(room.messages) or state.order[message.id] < state.order[

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from wopdsl.agents.base import MemberAgent
 from wopdsl.agents.budget import RunBudget
 from wopdsl.compile.graph import CompiledMember
-from wopdsl.engine._writer import EventWriter
+from wopdsl.engine._steering import Steering
 from wopdsl.errors import StoreConflict, StoreError, TurnError, WopError
 from wopdsl.model.turns import Turn
 from wopdsl.protocol import payloads as p
@@ -32,7 +32,7 @@ CHUNK_INTERVAL_MS: Final = 50
 (and at the stream's end)."""
 
 
-class LiveRecords(EventWriter):
+class LiveRecords(Steering):
     """The engine's side: recording agents' lifetime, the run budget and live commits."""
 
     _budget: RunBudget | None = None
@@ -150,6 +150,7 @@ class LiveRecords(EventWriter):
         another process append first (a person posting), the records are re-applied on top
         of its events as long as the turns that made them are still in flight.
         """
+        self._take_in()  # a post another writer made meanwhile comes first
         self._emit(type_, payload, node_id=node_id)
         if self._live is None:
             self._live = []

@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from wopdsl._ids import message_id
-from wopdsl.engine._endings import Endings
+from wopdsl.engine._asks import Asks
+from wopdsl.engine._steering import Steering, steered_retry
 from wopdsl.engine._turns import NOT_RETRIED, retry_delay_ms
-from wopdsl.errors import TurnError, TurnSuspended
+from wopdsl.errors import TurnAsks, TurnError, TurnSuspended
 from wopdsl.state import Inflight
 
 __all__ = ["Settling"]
 
 
-class Settling(Endings):
+class Settling(Steering, Asks):
     """Writes a settled batch's outcomes (the caller commits them)."""
 
     _retry_wait: float | None
@@ -30,16 +31,34 @@ class Settling(Endings):
 
     def _settle(self, batch: list[Inflight], outcomes: list[dict[str, Any] | TurnError],
                 *, timed_out: bool) -> None:
+        if len(batch) == 1 and not timed_out:
+            # The common batch: one turn that produced a result and no steer stopped.
+            inflight, outcome = batch[0], outcomes[0]
+            if type(outcome) is dict and self._steered_now(inflight, outcome) is None:
+                self._completed(inflight, outcome)
+                self.after_settle(batch)
+                return
         failure: tuple[str, TurnError] | None = None
+        outcomes = [(self._unanswerable(i, o) or o) if isinstance(o, TurnAsks) else o
+                    for i, o in zip(batch, outcomes, strict=True)]
+        # A turn a steer stopped runs again first, whatever it produced (steering.md).
+        steered = [None if timed_out else self._steered_now(i, o)
+                   for i, o in zip(batch, outcomes, strict=True)]
         # A failed turn with retries left runs again (node.retried, then after its delay a
         # new node.started) unless another turn of the batch failed for good.
-        retry = [isinstance(o, TurnError) and self._retryable(i, o)
-                 for i, o in zip(batch, outcomes, strict=True)]
-        fatal = timed_out or any(isinstance(o, TurnError) and not r and
+        retry = [s is None and isinstance(o, TurnError) and self._retryable(i, o)
+                 for i, o, s in zip(batch, outcomes, steered, strict=True)]
+        fatal = timed_out or any(s is None and isinstance(o, TurnError) and not r and
                                  not isinstance(o, TurnSuspended)
-                                 for o, r in zip(outcomes, retry, strict=True))
-        for inflight, outcome, again in zip(batch, outcomes, retry, strict=True):
+                                 for o, r, s in zip(outcomes, retry, steered, strict=True))
+        for inflight, outcome, again, stop in zip(batch, outcomes, retry, steered,
+                                                  strict=True):
             member = inflight.member
+            if stop is not None:
+                self._emit("node.retried", steered_retry(stop), node_id=member)
+                continue
+            if isinstance(outcome, TurnAsks):  # its agent asks: the run waits for an answer
+                self._write_ask(inflight, outcome)
             if isinstance(outcome, TurnSuspended):
                 continue  # it stays in flight, waiting for a decision (its node.suspended)
             if isinstance(outcome, TurnError):
@@ -57,12 +76,7 @@ class Settling(Endings):
                                            "error": error}, node_id=member)
                 failure = failure or (member, outcome)
                 continue
-            self._emit("node.completed", {"nodeId": member, "outputs": outcome},
-                       node_id=member)
-            model = getattr(self.graph.members[member].agent, "provenance", None)
-            for index, post in enumerate(outcome.get("posts", [])):
-                self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False, model=model)
+            self._completed(inflight, outcome)
         self.after_settle(batch)
         if timed_out:
             self._time_out()
@@ -74,6 +88,19 @@ class Settling(Endings):
                        details={"nodeError": err.code})
         # The caller commits: the completions of one settled batch share one transaction.
 
+    def _completed(self, inflight: Inflight, outcome: dict[str, Any]) -> None:
+        """``node.completed`` of a turn, then each of its posts (``conversation.exchanged``)."""
+        member = inflight.member
+        self._emit("node.completed", {"nodeId": member, "outputs": outcome}, node_id=member)
+        posts = outcome.get("posts")
+        if posts:
+            model = getattr(self.graph.members[member].agent, "provenance", None)
+            for index, post in enumerate(posts):
+                self._exchange(post["roomId"], message_id(member, inflight.position, index),
+                               member, post["text"], post["mentions"], human=False, model=model)
+
     def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
+        current = self.state.inflight.get(inflight.member, inflight)
+        # Attempts a steer stopped are not failures: they do not spend retries.
         return error.code not in NOT_RETRIED and \
-            inflight.attempt < self.graph.members[inflight.member].retries
+            current.attempt - current.steers < self.graph.members[inflight.member].retries

@@ -221,18 +221,28 @@ class EventWriter:
 
     def _exchange(self, room_id: str, mid: str, sender: str, text: str, mentions: list[str],
                   *, human: bool, ts: int | None = None,
-                  model: dict[str, str] | None = None) -> None:
+                  model: dict[str, str] | None = None, steer: bool = False) -> None:
         room = self.state.rooms[room_id]
         if room.closed:
             raise ValidationError(f"conversation of room '{room_id}' is closed",
                                   hint="no turn may follow conversation.closed")
         turn = p.post_turn(mid, sender, human=human, text=text, mentions=mentions,
                            ts=self._ms() if ts is None else ts, index=room.turn_index + 1,
-                           room_id=room_id, model=model)
+                           room_id=room_id, model=model, steer=steer)
         if not human and turn.get("speakerId") not in self._roster(room_id):
             # Fail closed (RFC 0101 §Security): never append an unattributed agent turn.
             raise ValidationError(f"speaker {sender} is not a participant of room '{room_id}'")
         self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id, turn),
+                   node_id=p.room_node_id(room_id), causation=room.last_event_id)
+
+    def _note(self, room_id: str, text: str, **facts: Any) -> None:
+        """A ``system`` turn in the room's conversation carrying ``facts`` in its content."""
+        room = self.state.rooms[room_id]
+        turn = p.system_turn(room.conversation_id, room.turn_index + 1, text, self._ms(),
+                             room_id)
+        turn["content"].update(facts)
+        self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id,
+                                                                      turn),
                    node_id=p.room_node_id(room_id), causation=room.last_event_id)
 
     def _roster(self, room_id: str) -> frozenset[str]:

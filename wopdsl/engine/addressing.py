@@ -1,7 +1,8 @@
 """Who a submitted turn is from and which room it goes to, when the caller does not say.
 
 ``Run.reply`` (and through it ``wop reply``, the TUI, the notebook) posts as the one member
-whose turn is awaited, else the only human member, in that member's only open room; a resume
+whose turn is awaited, else the only human member, in that member's only open room (or its
+only room where an ``a2a`` member's agent waits for an answer); a resume
 payload's ``speakerId`` and ``groupId`` name them instead. An ambiguous default is refused with
 a :class:`~wopdsl.errors.ValidationError` saying how to choose (the door then checks the rest).
 """
@@ -59,7 +60,7 @@ def default_member(state: CouncilState, *, required: bool = True) -> str | None:
 
 
 def default_room(state: CouncilState, member: str) -> str:
-    """The member's only open room.
+    """The member's only open room, else its only room where an agent's question waits.
 
     Raises:
         ValidationError: the member has no open room, or several.
@@ -68,6 +69,9 @@ def default_room(state: CouncilState, member: str) -> str:
     open_rooms = [r for r in rooms if not state.rooms[r].closed]
     if len(open_rooms) == 1:
         return open_rooms[0]
+    asked = [r for r in state.asks.rooms() if r in open_rooms]
+    if len(asked) == 1:
+        return asked[0]
     raise ValidationError(f"{member} is in rooms {', '.join(rooms) or 'none'}; say which",
                           hint="pass room='<room>' (CLI: --room ROOM)")
 

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Any
 
 from wopdsl._ids import Clock
 from wopdsl.agents.python import ctrl_c_in_place, guard_loop, in_place_allowed
-from wopdsl.agents.stopping import stop_turns
 from wopdsl.compile.graph import CouncilGraph
 from wopdsl.engine._approvals import Approvals
-from wopdsl.engine._deliberation import Deliberation
+from wopdsl.engine._dispatch import Dispatch
 from wopdsl.engine._outage import Outage
-from wopdsl.engine._recorder import LiveRecords
-from wopdsl.engine._settling import Settling
-from wopdsl.engine._turns import take_turn
+from wopdsl.engine._steering import POST_ATTEMPTS
 from wopdsl.engine.human import HumanDoor, HumanInput
 from wopdsl.errors import (
     RunBusy,
@@ -25,24 +21,17 @@ from wopdsl.errors import (
     StoreConflict,
     StoreError,
     StoreUnavailable,
-    TurnError,
 )
 from wopdsl.model.aliases import assign_aliases
 from wopdsl.protocol import payloads as p
 from wopdsl.protocol.capabilities import DEFAULT_MAX_PARTICIPANTS
-from wopdsl.state import Inflight, RunStatus
+from wopdsl.state import RunStatus
 from wopdsl.store.base import EventStore
 
 __all__ = ["Engine", "HumanInput"]
 
-_POST_ATTEMPTS: Final = 200
-"""How often a submitted turn that lost an append race is re-checked and appended again."""
 
-_YIELD_EVERY: Final = 0.001
-"""Seconds of inline turns after which the drive lets the event loop run other tasks."""
-
-
-class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
+class Engine(HumanDoor, Approvals, Dispatch):
     """Drives one run of a compiled council against an event store.
 
     The engine keeps a :class:`CouncilState` that is exactly the fold of the events it has
@@ -78,8 +67,6 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
         self._waiting = 0
         """Callers waiting for the lock to act between batches (see :meth:`_between`)."""
         self._deadline: float | None = None
-        self._yielded = -_YIELD_EVERY
-        """When the drive last yielded to the event loop before an inline turn."""
         self._driver: asyncio.Task[Any] | None = None
         """The task running :meth:`drive`, once it has started."""
         self._in_place = True
@@ -234,13 +221,17 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
         (roster, role, room, mentions, size, the room's turn schema) before anything is
         appended. A post that loses an append race to another process (``STORE_CONFLICT``)
         is checked again on top of the new log and appended again, transparently.
-        An expired council deadline is applied first (RFC 0005 §I).
+        An expired council deadline is applied first (RFC 0005 §I). While a batch's turns
+        run, a post (not a close) is appended at once and applied when the batch settles; a
+        steering post also stops the turns it names (docs/guides/steering.md).
 
         Raises:
             ValidationError: the input breaks a rule; nothing was appended.
         """
+        if self._running and not _closes(entry):
+            return await self._post_now(entry)
         async with self._between():
-            for attempt in range(_POST_ATTEMPTS):
+            for attempt in range(POST_ATTEMPTS):
                 await self._acatch_up()
                 self._arm_deadline()
                 try:
@@ -255,7 +246,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
                 except RunBusy:
                     raise
                 except StoreConflict:
-                    if attempt + 1 == _POST_ATTEMPTS:
+                    if attempt + 1 == POST_ATTEMPTS:
                         raise
                     # Another writer appended first: the state was re-folded; try again.
                     await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
@@ -270,7 +261,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
                 decide (see :meth:`~wopdsl.engine._approvals.Approvals.apply_decision`).
         """
         async with self._between():
-            for attempt in range(_POST_ATTEMPTS):
+            for attempt in range(POST_ATTEMPTS):
                 await self._acatch_up()
                 try:
                     decided = self.apply_decision(call, as_=as_, grant=grant, reason=reason,
@@ -278,7 +269,7 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
                     await self._commit()
                     return decided
                 except StoreConflict:
-                    if attempt + 1 == _POST_ATTEMPTS:
+                    if attempt + 1 == POST_ATTEMPTS:
                         raise
                     await asyncio.sleep(min(0.05, 0.001 * (attempt + 1)))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -354,134 +345,10 @@ class Engine(HumanDoor, Approvals, Settling, LiveRecords, Deliberation):
         finally:
             self._lock.release()
 
-    def _next_batch(self) -> list[Inflight] | None:
-        """Dispatch the next batch and return it; ``None`` when the run stops.
 
-        The caller commits what this emits (:meth:`_commit`) before any member of the batch
-        runs: the dispatch, or the run's end.
-        """
-        state = self.state
-        if state.inflight:
-            # Resume: a turn that started but never completed runs again as attempt + 1,
-            # its unfinished attempt closed by node.retried first (never started twice).
-            # A turn waiting for an approval runs again once it is decided; until then the
-            # run waits (nothing else is dispatched).
-            batch = sorted((i for i in state.inflight.values() if not i.suspended),
-                           key=lambda i: i.position)
-            if not batch:
-                return None
-            for inflight in batch:
-                if not inflight.retried:  # a failed turn's retry already said node.retried
-                    self._emit("node.retried",
-                               p.node_retried(inflight.member, inflight.attempt + 1),
-                               node_id=inflight.member)
-                self._emit("node.started", p.member_started(
-                    inflight.member, attempt=inflight.attempt + 1, turn=inflight.turn,
-                    position=inflight.position, triggers=inflight.triggers,
-                    batch=state.batch), node_id=inflight.member)
-            return batch
-        self._deliberate()
-        for member_id in state.queue:
-            member = state.members[member_id]
-            if member.turns >= member.cap:
-                self._fail_turn_limit(member_id)
-                return None
-        self._request_waits()
-        chosen: list[str] = []
-        members, limit = state.members, state.concurrency
-        for member_id in state.queue:  # The first `limit` queued members not awaited.
-            if not members[member_id].awaited:
-                chosen.append(member_id)
-                if len(chosen) == limit:
-                    break
-        if not chosen:
-            if not state.queue:
-                self._complete()
-            return None
-        number = state.batch + 1
-        for member_id in chosen:
-            self._emit("node.started", p.member_started(
-                member_id, attempt=0, turn=state.members[member_id].turns + 1,
-                position=state.next_position, triggers=list(state.queue[member_id]),
-                batch=number), node_id=member_id)
-        # Committed before running (by the caller): after a crash the turn must be retried,
-        # not forgotten.
-        return [state.inflight[m] for m in chosen]
-
-    async def _run_batch(self, batch: list[Inflight]) -> list[Inflight] | None:
-        """Run a dispatched batch in tasks and settle it; return the next batch if chained.
-
-        A lone turn of an inline agent without a council deadline goes to :meth:`_run_inline`.
-        """
-        tasks = [asyncio.ensure_future(self._take_turn(i)) for i in batch]
-        pending: set[asyncio.Task[dict[str, Any] | TurnError]] = set()
-        try:
-            if len(tasks) == 1 and self._deadline is None:
-                # The common one-turn batch without a council deadline awaits its task
-                # directly: asyncio.wait costs a waiter future and callbacks on every turn.
-                await tasks[0]
-                current = asyncio.current_task()
-                if current is not None and current.cancelling():
-                    raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
-            else:
-                _done, pending = await asyncio.wait(tasks, timeout=self._remaining())
-        except asyncio.CancelledError:
-            # The drive was stopped (a pause, a cancel, Run.detach): its turns stop with it,
-            # unsaved, once their tool calls in flight have ended and been recorded.
-            await stop_turns(tasks)
-            raise
-        await stop_turns(pending)  # the council's deadline passed
-        timed_out = TurnError("TIMEOUT", "the council's timeout_ms expired during this turn")
-        outcomes = [timed_out if task in pending else task.result() for task in tasks]
-        return await self._settle_after_input(batch, outcomes, timed_out=bool(pending))
-
-    async def _settle_after_input(self, batch: list[Inflight],
-                                  outcomes: list[dict[str, Any] | TurnError], *,
-                                  timed_out: bool) -> list[Inflight] | None:
-        """Settle ``batch`` and chain the next dispatch; both committed in one transaction."""
-        base = self.state.last_sequence
-        while True:
-            try:
-                self._settle(batch, outcomes, timed_out=timed_out)
-                following = self._chain()
-                await self._commit()
-                return following
-            except StoreConflict:
-                # Another process saved human input while the batch ran: settle after it.
-                if not await self._only_human_input_since(base, batch):
-                    raise
-                base = self.state.last_sequence
-
-    def _chain(self) -> list[Inflight] | None:
-        """Dispatch the next batch (unflushed) unless the run stops or someone waits."""
-        if self.state.terminal or self._waiting or self._deadline_passed() or \
-                self._retry_wait is not None:
-            return None
-        return self._next_batch()
-
-    def _inline(self, inflight: Inflight) -> bool:
-        agent = self.graph.members[inflight.member].agent
-        return agent is not None and agent.inline
-
-    async def _run_inline(self, inflight: Inflight) -> list[Inflight] | None:
-        """Run a lone turn of an inline agent (``script``, ``python``) in the drive's task.
-
-        Saves a task and an event-loop iteration per turn. Turns that never suspend (scripts,
-        handlers that await nothing) would keep the loop to themselves, so the drive yields
-        to it before a turn whenever :data:`_YIELD_EVERY` seconds have passed since it last
-        did: other tasks (a UI, a human's post, ``cancel``) wait at most that long.
-        """
-        now = time.monotonic()
-        if now - self._yielded >= _YIELD_EVERY:
-            self._yielded = now
-            await asyncio.sleep(0)
-        outcome = await self._take_turn(inflight, alone=self._in_place)
-        if self._driver is not None and self._driver.cancelling():
-            raise asyncio.CancelledError  # the turn swallowed the drive's cancellation
-        return await self._settle_after_input([inflight], [outcome], timed_out=False)
-
-    async def _take_turn(self, inflight: Inflight, *, alone: bool = False
-                         ) -> dict[str, Any] | TurnError:
-        member = self.graph.members[inflight.member]
-        return await take_turn(self.graph, self.state, member, inflight, alone=alone,
-                               call=lambda turn: self._agent_call(member, turn, inflight))
+def _closes(entry: HumanInput) -> bool:
+    """Whether a submission closes its room (applied between batches, never mid-batch)."""
+    resume = entry.resume
+    if isinstance(resume, dict) and "operation" in resume:
+        return bool(resume["operation"] != "exchange")
+    return entry.operation != "exchange"

@@ -4,8 +4,9 @@
 roster, role, speakerId, room, mentions, size, turn schema) and appends it as the member's
 turn and the room's exchange (or the room's close, keeping a closing turn). It also writes
 the waits: an ``interrupt.requested`` (``conversation.exchange``) for each awaited turn and
-``interrupt.resolved`` when it lands. :class:`~wopdsl.engine.core.Engine` calls it between
-batches, holding its lock.
+``interrupt.resolved`` when it lands; a post that answers an ``a2a`` member's question
+resolves that wait too (:mod:`wopdsl.engine._asks`). :class:`~wopdsl.engine.core.Engine`
+calls it between batches, holding its lock.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from wopdsl._ids import message_id
-from wopdsl.engine._writer import EventWriter
+from wopdsl.engine._asks import Asks
 from wopdsl.engine.intake import Accepted, HumanInput, accept
 from wopdsl.protocol import payloads as p
 from wopdsl.state import Inflight
@@ -21,7 +22,7 @@ from wopdsl.state import Inflight
 __all__ = ["HumanDoor", "HumanInput"]
 
 
-class HumanDoor(EventWriter):
+class HumanDoor(Asks):
     """Checks and writes a submitted turn (the caller holds the engine's lock)."""
 
     def apply_human(self, entry: HumanInput) -> str | None:
@@ -42,6 +43,7 @@ class HumanDoor(EventWriter):
                                     ts=self._ms() if turn.ts is None else turn.ts,
                                     index=room.turn_index + 1, room_id=turn.room)
             self._close_room(turn.room, turn.outcome, f"closed by {turn.member}", final)
+            self._drop_asks(turn.room)  # a question nobody may answer any more
             self._request_waits()
             return None
         member = self.state.members[turn.member]
@@ -60,8 +62,11 @@ class HumanDoor(EventWriter):
         self._emit("node.completed", {"nodeId": turn.member, "outputs": result},
                    node_id=turn.member)
         if turn.text:
+            ask = self._asked(turn.room, turn.mentions)  # an agent's question it answers
             self._exchange(turn.room, mid, turn.member, turn.text, turn.mentions,
-                           human=turn.role == "user", ts=turn.ts)
+                           human=turn.role == "user", ts=turn.ts, steer=turn.steer)
+            if ask is not None:
+                self._answer_ask(ask, mid, turn.resume_value)
         self._request_waits()
         return mid if turn.text else None
 

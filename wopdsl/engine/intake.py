@@ -34,7 +34,7 @@ __all__ = ["MAX_DEPTH", "Accepted", "HumanInput", "KeepAnswer", "accept", "json_
 _TURN_KEYS: Final = frozenset({"messageId", "from", "to", "groupId", "content", "ts", "role",
                                "turnIndex", "speakerId", "agent"})
 _RESUME_KEYS: Final = frozenset({"operation", "turn", "outcome"})
-_CONTENT_KEYS: Final = frozenset({"text", "mentions", "votes"})
+_CONTENT_KEYS: Final = frozenset({"text", "mentions", "votes", "steer"})
 _HINT: Final = ("post as a human or external member, in one of its rooms, mentioning members "
                 "of that room; resume payloads are {operation: 'exchange'|'close', turn, "
                 "outcome?} or bare turn fields (docs/openwop.md)")
@@ -70,6 +70,9 @@ class HumanInput:
     """An RFC 0005 §E resume payload (overrides the fields above), as submitted."""
     votes: tuple[dict[str, Any], ...] = ()
     """Votes ``{decision, choice, reason}`` cast with the turn (a vote alone needs no text)."""
+    steer: bool = False
+    """A steering post: it stops the turns it names (docs/guides/steering.md); a payload's
+    ``content.steer`` says the same."""
     answer: KeepAnswer | None = field(default=None, compare=False)
     """Builds the answer the store keeps in the turn's own transaction (see ``KeepAnswer``)."""
 
@@ -95,6 +98,8 @@ class Accepted:
     """The normalised resume value (``interrupt.resolved.resumeValue``)."""
     votes: list[dict[str, Any]] = field(default_factory=list)
     """The votes cast with the turn, checked and normalised (DESIGN.md §22)."""
+    steer: bool = False
+    """Whether the post steers (docs/guides/steering.md)."""
 
 
 def _refuse(message: str, hint: str = _HINT) -> ValidationError:
@@ -179,6 +184,7 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
     operation, text, outcome = entry.operation, entry.text, entry.outcome
     mentions: list[str] = list(entry.mentions)
     votes: Any = list(entry.votes)
+    steer = entry.steer
     turn: dict[str, Any] | None = None
     member, room_id = entry.member, entry.room
     if entry.resume is not None:
@@ -187,7 +193,7 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         raise _refuse(f"unknown operation '{operation}' (use 'exchange' or 'close')")
     elif operation == "exchange":
         turn = {"content": {"text": text, "mentions": mentions, **(
-            {"votes": votes} if votes else {})}}
+            {"votes": votes} if votes else {}), **({"steer": True} if steer else {})}}
     if outcome is not None:
         _check_json(outcome, "the outcome")
     role = None
@@ -214,6 +220,7 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
                                         and turn["turnIndex"] >= 0):
             raise _refuse("turn turnIndex must be an integer >= 0 (the host assigns it)")
         text, mentions, votes = _content(turn.get("content"))
+        steer = _steer_flag(turn.get("content"), steer)
     if member is None:
         raise _refuse("say who is posting", hint="pass as_='<member>' (CLI: --as MEMBER)")
     compiled = graph.members.get(member)
@@ -240,6 +247,8 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
                 hint=_HINT, details={"speakerId": agent_ref(member),
                                      "participants": [agent_ref(m) for m in
                                                       graph.participants(room_id)]})
+    if steer:
+        _check_steer(operation, compiled.human, member, text)
     room = graph.rooms[room_id]
     if member not in room.member_set:
         raise _refuse(f"{member} is not a member of room '{room_id}' ({', '.join(room.members)})",
@@ -273,11 +282,37 @@ def accept(graph: CouncilGraph, state: CouncilState, entry: HumanInput) -> Accep
         content: dict[str, Any] = {"text": text, "mentions": mention_list}
         if votes:
             content["votes"] = votes
+        if steer:
+            content["steer"] = True
         value["turn"] = {"role": expected, "speakerId": agent_ref(member), "content": content}
     if operation == "close":
         value["outcome"] = outcome
     return Accepted(member, room_id, operation, expected, text, mention_list, outcome,
-                    turn is not None, ts, value, votes)
+                    turn is not None, ts, value, votes, steer)
+
+
+def _steer_flag(content: Any, given: bool) -> bool:
+    """``content.steer`` of a turn (``True``, ``False`` or absent), or ``given``."""
+    if not isinstance(content, dict) or "steer" not in content:
+        return given
+    flag = content["steer"]
+    if not isinstance(flag, bool):
+        raise _refuse(f"content.steer must be true or false (got {_kind(flag)})",
+                      hint='e.g. "content": {"text": "@cfo stop", "steer": true}')
+    return flag or given
+
+
+def _check_steer(operation: str, human: bool, member: str, text: str) -> None:
+    """A steer is a person's post with text (docs/guides/steering.md)."""
+    if operation != "exchange":
+        raise _refuse("a steer is a post (operation 'exchange'), not a close",
+                      hint="close the room without steer, or post the steering text")
+    if not human:
+        raise _refuse(f"{member} is an external member: only a person (a human member) "
+                      "steers", hint="send the turn without steer")
+    if not text:
+        raise _refuse("a steer needs text: what should the members do instead?",
+                      hint='e.g. wop reply RUN --room R --steer "@cfo use the 2M budget"')
 
 
 def _check_mentions(mentions: list[str], members: list[str], room_id: str) -> None:

@@ -274,6 +274,8 @@ def plain_text(view: RunView) -> str:
                      f"{view.error.get('message', 'run failed')}")
     if view.status == "waiting-input" and view.waiting_for:
         lines.append(f"waiting for input from {', '.join(view.waiting_for)}")
+    lines += [f"{member}'s agent asks in room {room}: {question}"
+              for member, room, question in view.asks]
     for d in view.decisions:
         lines += [f"decision {d.id}: {d.headline()}"] + [
             f"  {vote_line(v)}" for v in d.mine] + [f"  {dissent_line(x)}" for x in d.dissent]

@@ -64,8 +64,9 @@ class ReplyBox:
 
         Args:
             is_open: Whether the run can still take input.
-            waiting: Human members whose turn is requested; until the user picks a room,
-                the box shows the room the chosen member was asked in.
+            waiting: Human members whose turn is requested (or who are asked to answer an
+                ``a2a`` member's agent); until the user picks a room, the box shows the
+                room the chosen member was asked in.
         """
         busy = self.pending is not None and not self.pending.done()
         self.button.disabled = not is_open or busy
@@ -80,12 +81,14 @@ class ReplyBox:
                     self._choosing = False
 
     def _waiting_room(self, member: str) -> str | None:
+        """The room ``member`` was asked in: its turn's trigger's, or an agent's question's."""
         state = self.run.state
         for message_id in reversed(state.queue.get(member, [])):
             message = state.messages.get(message_id)
             if message is not None:
                 return message.room
-        return None
+        return next((ask.room for ask in state.asks.open.values()
+                     if member in state.rooms[ask.room].members), None)
 
     def _member_changed(self, change: dict[str, Any]) -> None:
         self.room.options = self.rooms.get(change["new"], [])

@@ -25,7 +25,7 @@ _set: Final = object.__setattr__
 MessageMaker = Callable[[str, str, str, str, list[str], int], "Message"]
 TurnMaker = Callable[[str, str, str, str, int, "dict[str, Any] | None", "list[Message]",
                       "list[Message]", "list[dict[str, Any]]", "dict[str, dict[str, Any]]",
-                      "dict[str, dict[str, list[str]]]"], "Turn"]
+                      "dict[str, dict[str, list[str]]]", int], "Turn"]
 
 
 def _slot_setter(name: str) -> Callable[[Any, Any], None]:
@@ -68,12 +68,12 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
                     result: dict[str, Any] | None, messages: list[Message],
                     triggers: list[Message], decisions: list[dict[str, Any]],
                     rounds: dict[str, dict[str, Any]],
-                    peers: dict[str, dict[str, list[str]]]) -> Turn:
+                    peers: dict[str, dict[str, list[str]]], elapsed_ms: int) -> Turn:
         model = Turn.__new__(Turn)
         _set(model, "__dict__", {"task": task, "member": member, "role": role, "brief": brief,
                                  "turn": turn, "result": result, "messages": messages,
                                  "triggers": triggers, "decisions": decisions,
-                                 "rounds": rounds, "peers": peers})
+                                 "rounds": rounds, "peers": peers, "elapsed_ms": elapsed_ms})
         set_fields(model, set(turn_fields))
         set_extra(model, None)
         set_private(model, None)
@@ -83,11 +83,11 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
                          result: dict[str, Any] | None, messages: list[Message],
                          triggers: list[Message], decisions: list[dict[str, Any]],
                          rounds: dict[str, dict[str, Any]],
-                         peers: dict[str, dict[str, list[str]]]) -> Turn:
+                         peers: dict[str, dict[str, list[str]]], elapsed_ms: int) -> Turn:
         return Turn.model_construct(task=task, member=member, role=role, brief=brief,
                                     turn=turn, result=result, messages=messages,
                                     triggers=triggers, decisions=decisions, rounds=rounds,
-                                    peers=peers)
+                                    peers=peers, elapsed_ms=elapsed_ms)
 
     def direct_is_safe() -> bool:
         for model in (Message, Turn):
@@ -98,7 +98,7 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
         try:
             sample = constructed_message(*message)
             turn: tuple[Any, ...] = ("t", "a", "r", "b", 1, {"summary": "s"}, [sample],
-                                     [sample], [], {}, {})
+                                     [sample], [], {}, {}, 5)
             return (_same(direct_message(*message), sample)
                     and _same(direct_turn(*turn), constructed_turn(*turn)))
         except Exception:  # Any surprise means: use the supported path.
@@ -139,10 +139,10 @@ def _first_turn(task: str, member: str, role: str, brief: str, turn: int,
                 result: dict[str, Any] | None, messages: list[Message],
                 triggers: list[Message], decisions: list[dict[str, Any]],
                 rounds: dict[str, dict[str, Any]],
-                peers: dict[str, dict[str, list[str]]]) -> Turn:
+                peers: dict[str, dict[str, list[str]]], elapsed_ms: int) -> Turn:
     _load()
     return _turn(task, member, role, brief, turn, result, messages, triggers, decisions,
-                 rounds, peers)
+                 rounds, peers, elapsed_ms)
 
 
 _message: MessageMaker = _first_message
@@ -159,8 +159,9 @@ def new_turn(task: str, member: str, role: str, brief: str, turn: int,
              result: dict[str, Any] | None, messages: list[Message],
              triggers: list[Message], decisions: list[dict[str, Any]] | None = None,
              rounds: dict[str, dict[str, Any]] | None = None,
-             peers: dict[str, dict[str, list[str]]] | None = None) -> Turn:
+             peers: dict[str, dict[str, list[str]]] | None = None,
+             elapsed_ms: int = 0) -> Turn:
     """A member turn's input built from trusted data (no validation)."""
     return _turn(task, member, role, brief, turn, result, messages, triggers,
                  [] if decisions is None else decisions, {} if rounds is None else rounds,
-                 {} if peers is None else peers)
+                 {} if peers is None else peers, elapsed_ms)

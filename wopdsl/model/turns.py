@@ -157,6 +157,13 @@ class Turn(BaseModel):
     """Per anonymous room of this member: the others as it sees them, ``{members, spent}``
     (aliases, in alias order); ``spent``: those who have used all their turns, whom a
     mention may not ask (DESIGN.md §22). A mention may name an alias."""
+    elapsed_ms: int = 0
+    """How long this turn has been going, in milliseconds of the run's active time (the
+    time the run was paused left out): 0 on its first attempt; on a later one (after an
+    immediate pause, a host that stopped mid-turn, a failed attempt with retries left), the
+    time from its first attempt's start to this one's. A handler doing timed work (a wait,
+    a poll against a budget) goes on for the rest rather than start over. A fork runs the
+    turns it cut off anew (0). Not in the turn input templates and models see."""
 
     def room_messages(self, room: str) -> list[Message]:
         """Return the messages of one room, in saved order."""

@@ -92,10 +92,14 @@ class RunMetrics:
                 "decisions": {d: figures.to_json() for d, figures in self.decisions.items()}}
 
 
-def metrics_of(events: Iterable[RunEventDoc]) -> RunMetrics:
-    """Measure a run from its events (one pass plus the fold)."""
+def metrics_of(events: Iterable[RunEventDoc], state: CouncilState | None = None) -> RunMetrics:
+    """Measure a run from its events (one pass plus the fold).
+
+    ``state``: the fold of exactly these events, when the caller has it already.
+    """
     events = list(events)
-    state = CouncilState.fold(events)
+    if state is None or state.last_sequence != (events[-1]["sequence"] if events else -1):
+        state = CouncilState.fold(events)
     result = RunMetrics(state.run_id, {m: MemberMetrics() for m in state.members})
     asked: dict[str, list[str]] = {}
     """Message id → the members it asked for a turn."""

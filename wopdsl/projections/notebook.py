@@ -105,6 +105,8 @@ def view_html(view: RunView) -> str:
         names = ", ".join(f"<b>{e(m)}</b>" for m in view.waiting_for)
         out.append(f'<div class="wop-waiting" style="color:#b45309">waiting for input from '
                    f'{names} — reply with <code>await run.reply("…", room=…)</code></div>')
+    out += [f'<div class="wop-asks" style="color:#b45309">{e(member)}\'s agent asks in room '
+            f"<b>{e(room)}</b>: {e(question)}</div>" for member, room, question in view.asks]
     out.append(_roster_html(view.roster, usage=view.usage is not None))
     out.append(_decisions_html(view))
     for room in view.rooms:
@@ -275,6 +277,8 @@ def view_markdown(view: RunView) -> str:
         names = ", ".join(f"**{md(m)}**" for m in view.waiting_for)
         lines += [f"waiting for input from {names} — reply with "
                   '`await run.reply("…", room=…)`', ""]
+    lines += [f"{md(member)}'s agent asks in room **{md(room)}**: {md(question)}\n"
+              for member, room, question in view.asks]
     usage = view.usage is not None
     lines += ["| member | role | state | turns |" + (" model usage |" if usage else "")
               + " last result |", "|---|---|---|---|" + ("---|" if usage else "") + "---|"]

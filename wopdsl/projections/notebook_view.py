@@ -119,7 +119,8 @@ class RunView:
     rooms: tuple[RoomSection, ...]
     """Rooms in declaration order."""
     waiting_for: tuple[str, ...]
-    """Human members whose turn is requested."""
+    """Human members whose turn is requested, then those asked to answer an ``a2a``
+    member's agent (its question's room's human and external members)."""
     error: dict[str, Any] | None
     """``{code, message}`` when the run failed."""
     usage: str | None = None
@@ -130,6 +131,8 @@ class RunView:
     """The council's decisions, as its human members see them."""
     chair: ChairView | None = None
     """The council's chair and its answer."""
+    asks: tuple[tuple[str, str, str], ...] = ()
+    """Each open question of an ``a2a`` member's agent: ``(member, room, question)``."""
 
 
 def run_view(run: Source, *, tail: int | None = None) -> RunView:
@@ -145,13 +148,15 @@ def run_view(run: Source, *, tail: int | None = None) -> RunView:
     """
     state = run if isinstance(run, CouncilState) else run.state
     humans = [m for m, member in state.members.items() if member.human]
+    asked = state.asks.answerers(state.rooms, state.members)
     roster = []
     for member_id, member in state.members.items():
         result = member.result if isinstance(member.result, dict) else {}
         summary = result.get("summary")
         roster.append(MemberRow(
             id=member_id, role=member.role, engine=member.engine,
-            state=state.member_phase(member_id), turns=member.turns, max_turns=member.cap,
+            state="waiting" if member_id in asked else state.member_phase(member_id),
+            turns=member.turns, max_turns=member.cap,
             summary=summary if isinstance(summary, str) else None,
             usage=state.usage.members[member_id].label()
             if member_id in state.usage.members else None))
@@ -169,11 +174,12 @@ def run_view(run: Source, *, tail: int | None = None) -> RunView:
     return RunView(
         run_id=state.run_id, council=state.workflow_id, status=status,
         events=state.last_sequence + 1, roster=tuple(roster), rooms=tuple(rooms),
-        waiting_for=tuple(state.waiting_for),
+        waiting_for=tuple(dict.fromkeys([*state.waiting_for, *asked])),
         error=dict(state.error) if state.error and status == "failed" else None,
         usage=state.usage.total.label() if state.usage.total.calls else None,
         failures=tuple(_failures(state)),
-        decisions=tuple(decisions_view(state, humans)), chair=chair_of(state))
+        decisions=tuple(decisions_view(state, humans)), chair=chair_of(state),
+        asks=tuple((a.member, a.room, a.question) for a in state.asks.open.values()))
 
 
 def _failures(state: CouncilState) -> list[FailureRow]:

@@ -9,9 +9,24 @@ posts from the partial answer (pydantic-core's partial JSON parser). The chat pa
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["streamed_posts", "streamed_text"]
+__all__ = ["StreamedCall", "streamed_posts", "streamed_text"]
+
+
+@dataclass(slots=True)
+class StreamedCall:
+    """One attempt of a member's model call being streamed to a viewer (AG-UI, A2A)."""
+
+    channel: str
+    """The ``output.chunk`` channel of the attempt."""
+    position: int
+    """The position of the member's turn (its posts' ids)."""
+    text: str = ""
+    """The answer so far (the chunks, joined)."""
+    sent: dict[int, str] = field(default_factory=dict)
+    """Post index -> the text of that post sent to the viewer so far."""
 
 
 def streamed_text(answer: str, room: str | None = None) -> str | None:

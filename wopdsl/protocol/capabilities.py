@@ -21,6 +21,8 @@ capabilities §"Truthful advertisement"):
   councils have ``llm`` members, whose agent turns carry ``agent.model {provider, model}``
   (a host that stamps it MUST advertise it; one that never does leaves the block out).
 - ``runs.pauseResume`` (with its drain policies) and ``replay`` (the fork modes claimed).
+- ``channelPresence`` (RFC 0110, ``{supported: true}``): who watches and types in each room
+  (``GET/POST /v1/runs/{runId}/presence``); v1 only, as the RFC's seam is a v1 seam.
 - ``fixtures``: the OpenWOP conformance fixtures served (``wop serve --conformance``).
 
 The v2 representation (:func:`discovery_v2`) is closed: version metadata plus one record per
@@ -157,7 +159,7 @@ def capabilities(
         A fresh JSON-ready dict with the required v1 keys (``protocolVersion``,
         ``supportedEnvelopes``, ``schemaVersions``, ``limits``), the version list a 2.x
         client reads (``protocolVersions``, ``preferredVersion``), ``conversationPrimitive``,
-        ``multiPartyConversation``, ``runs`` and ``replay`` (and
+        ``multiPartyConversation``, ``runs``, ``replay`` and ``channelPresence`` (and
         ``conversationTurnModelProvenance`` with ``model_provenance``).
 
     Raises:
@@ -188,6 +190,7 @@ def capabilities(
     doc["runs"] = {"pauseResume": {"supported": True,  # capabilities.md §runs.pauseResume
                                    "drainPolicies": list(DRAIN_POLICIES)}}
     doc["replay"] = {"supported": True, "modes": list(REPLAY_MODES)}
+    doc["channelPresence"] = {"supported": True}  # RFC 0110 (wopdsl.server.presence)
     if fixtures:
         doc["fixtures"] = sorted(fixtures)
     return doc

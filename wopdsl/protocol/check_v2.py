@@ -13,6 +13,8 @@ against the bundled v2 schemas:
   ``conversation.opened``/``conversation.closed`` the richer
   ``v2/conversation-event.schema.json`` def, for ``conversation.exchanged`` the bound def
   plus its RFC 0186 ``turn`` seat (checked against ``v2/conversation-turn.schema.json``);
+- each turn's RFC 0205 ``parts`` (the bundled turn defs predate them): a non-empty array,
+  each item against ``v2/part.schema.json``; the rest of the turn against its def;
 - then every rule of :func:`~wopdsl.protocol.check.check_events` on the stored log.
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 
 from wopdsl.protocol.check import Violation, check_events
 from wopdsl.protocol.openwop import OpenWopSchemas, bundled_schemas, errors_of
+from wopdsl.protocol.parts import TURN_SEATS
 from wopdsl.protocol.v2_events import event_v2, is_hatch
 
 __all__ = ["as_v2", "check_events_v2", "v2_event_errors"]
@@ -55,11 +58,16 @@ def _payload_checks(schemas: OpenWopSchemas, event: Mapping[str, Any]
     if type_ not in index or not isinstance(payload, Mapping):
         return []  # The envelope check reports an unregistered type or a bad payload.
     spec = {k: v for k, v in payload.items() if not is_hatch(k)}  # RFC 0185 §B.
-    if type_ == "conversation.opened":
-        return [("payload-v2", schemas.conversation_opened, spec)]
-    if type_ == "conversation.closed":
-        return [("payload-v2", schemas.conversation_closed, spec)]
     checks: list[tuple[str, Any, Any]] = []
+    seat = TURN_SEATS.get(type_)
+    if seat is not None and isinstance(spec.get(seat), Mapping) and "parts" in spec[seat]:
+        # RFC 0205 §B: the bundled turn defs predate `parts`; they are checked here.
+        spec[seat] = dict(spec[seat])
+        checks.append((f"{seat}-parts", schemas.parts, spec[seat].pop("parts")))
+    if type_ == "conversation.opened":
+        return [*checks, ("payload-v2", schemas.conversation_opened, spec)]
+    if type_ == "conversation.closed":
+        return [*checks, ("payload-v2", schemas.conversation_closed, spec)]
     if type_ == "conversation.exchanged" and "turn" in spec:  # The RFC 0186 seat.
         checks.append(("turn-v2", schemas.turn, spec.pop("turn")))
     key = index[type_]["$ref"].rsplit("/", 1)[-1]

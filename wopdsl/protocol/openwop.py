@@ -130,6 +130,17 @@ class OpenWopSchemas:
         return self.validator("v2/conversation-turn.schema.json")
 
     @functools.cached_property
+    def parts(self) -> Any:
+        """Validator of a v2 turn's ``parts``: a non-empty array of A2A ``Part`` objects.
+
+        RFC 0205 §B's rule (``v2/part.schema.json`` per item), which the bundled turn defs
+        predate.
+        """
+        part = self.documents["v2/part.schema.json"]["$id"]
+        return self._validator_cls({"type": "array", "minItems": 1, "items": {"$ref": part}},
+                                   registry=self.registry, format_checker=self._format_checker)
+
+    @functools.cached_property
     def snapshot(self) -> Any:
         """Validator of a v1 ``RunSnapshot``."""
         return self.validator("run-snapshot.schema.json")

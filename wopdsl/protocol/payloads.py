@@ -11,9 +11,11 @@ from typing import Any, Final
 from wopdsl.protocol.codemap import ERA_V2
 
 __all__ = [
+    "ASK_PREFIX",
     "MEMBER_TYPE_ID",
     "ROOM_TYPE_ID",
     "agent_ref",
+    "ask_key",
     "conversation_closed",
     "conversation_exchanged",
     "conversation_opened",
@@ -74,6 +76,18 @@ def interrupt_requested(conversation_id: str, title: str) -> dict[str, Any]:
 def exchange_key(conversation_id: str, member_id: str, turn: int) -> str:
     """The key of the interrupt that waits for ``member_id``'s ``turn``-th turn."""
     return f"{conversation_id}:exchange:{member_id}:{turn}"
+
+
+ASK_PREFIX: Final = "a2a/"
+"""Starts the interrupt key of an ``a2a`` member's agent's question (see :func:`ask_key`)."""
+
+
+def ask_key(call_id: str) -> str:
+    """The interrupt key of the question a remote agent asked about the message ``call_id``.
+
+    ``a2a/call/{member}/{position}/{n}`` (DESIGN.md §25, :mod:`wopdsl.state.asks`).
+    """
+    return f"{ASK_PREFIX}{call_id}"
 
 
 def interrupt_exchange(conversation_id: str, member_id: str, turn: int,
@@ -143,8 +157,9 @@ def post_turn(
     index: int,
     room_id: str,
     model: dict[str, str] | None = None,
+    steer: bool = False,
 ) -> dict[str, Any]:
-    """The conversation turn of an accepted post.
+    """The conversation turn of an accepted post (``steer``: a person's steering post).
 
     An agent turn is ``from`` its member with ``speakerId: host:<member>`` (RFC 0101); a human
     turn is ``from`` the literal ``"user"`` and keeps ``speakerId`` so people stay distinct.
@@ -162,6 +177,8 @@ def post_turn(
     }
     if not human and model is not None:
         turn["agent"] = {"model": dict(model)}
+    if steer:
+        turn["content"]["steer"] = True
     return turn
 
 

@@ -22,6 +22,7 @@ v2 keeps the event envelope; what changes is in the ids and the payloads (RFC 01
   the spec ignores it. ``conversation.opened``/``conversation.closed`` keep the fields of
   ``schemas/v2/conversation-event.schema.json`` (``participants``, ``initialTurn``,
   ``finalTurn`` …) and ``conversation.exchanged`` keeps its ``turn`` (the RFC 0186 seat).
+- Each of those turns carries its A2A ``parts`` (RFC 0205 §B, :mod:`wopdsl.protocol.parts`).
 
 The field sets come from the bundled schemas (read as JSON, no validator needed).
 """
@@ -34,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from wopdsl.protocol.codemap import v2_type
+from wopdsl.protocol.parts import TURN_SEATS, with_parts
 
 __all__ = ["HATCH", "bind", "event_v2", "is_hatch", "owner_v2", "project", "v2_fields"]
 
@@ -168,6 +170,9 @@ def event_v2(event: Mapping[str, Any], tenant: str, *, lane: str = "session"
     payload = event.get("payload")
     if isinstance(payload, Mapping):
         payload = _approval_v2(type_, payload, event.get("nodeId"))
+        seat = TURN_SEATS.get(type_)
+        if seat is not None and seat in payload:  # RFC 0205 §B: the turn's A2A parts
+            payload = {**payload, seat: with_parts(payload[seat])}
         doc["payload"] = _payload_v2(type_, payload, tenant, run_id)
         if type_ == "run.started" and "owner" not in payload:
             metadata = payload.get("metadata")

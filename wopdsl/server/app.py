@@ -28,6 +28,7 @@ from wopdsl.server.host import Host
 from wopdsl.server.io import JSONResponse, run_not_found
 from wopdsl.server.logs import throttle
 from wopdsl.server.page import page_routes
+from wopdsl.server.presence import PresenceApi, presence_routes
 from wopdsl.server.routes import Api
 from wopdsl.server.sites import AllowedHosts, SiteGuard
 from wopdsl.server.v2 import V2Api, VersionNegotiation
@@ -44,7 +45,7 @@ CouncilsArg = Mapping[str, Council] | Iterable[Council | str | os.PathLike[str]]
 def create_app(store: str | os.PathLike[str] | EventStore | None = None,
                councils: CouncilsArg = (), *, tokens: Tokens | Mapping[str, str] | None = None,
                limits: Limits | None = None, allowed_hosts: Iterable[str] = (),
-               conformance: bool = False) -> Starlette:
+               conformance: bool = False, a2a: bool = False) -> Starlette:
     """Return the OpenWOP v1 host for ``councils`` as an ASGI app.
 
     On startup the app resumes the unfinished runs of its councils that it can claim; on
@@ -61,6 +62,8 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
             Requests for other names get 400 ``host_not_allowed`` (DNS rebinding).
         conformance: Also serve the OpenWOP conformance fixtures (advertised in discovery
             ``fixtures[]``) and the multi-party test seam (:mod:`wopdsl.server.conformance`).
+        a2a: Also serve every council as an A2A 1.0 agent (:mod:`wopdsl.server.a2a`; needs
+            the ``a2a`` extra).
 
     Returns:
         A Starlette app; ``app.state.host`` is its :class:`~wopdsl.server.host.Host`.
@@ -85,11 +88,14 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         stand_in = StandIn()
         loaded += fixture_councils(stand_in)
     host = Host(st, loaded, limits)
-    if conformance:
-        host.fixtures = frozenset(FIXTURES)
-        extra = MultiPartySeam(host).routes()
     feeds = Feeds(st, limits)
     api = Api(host, feeds, tokens)
+    presence = PresenceApi(api)
+    if conformance:
+        from wopdsl.server.conformance.presence_seam import PresenceSeam
+
+        host.fixtures = frozenset(FIXTURES)
+        extra = [*MultiPartySeam(host).routes(), *PresenceSeam(host, presence).routes()]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -101,20 +107,27 @@ def create_app(store: str | os.PathLike[str] | EventStore | None = None,
         try:
             yield
         finally:
+            await presence.close()
             await feeds.close()
             await host.stop()
             if stand_in is not None:
                 stand_in.stop()
 
+    if a2a:
+        from wopdsl.server.a2a import a2a_routes
+
+        extra += a2a_routes(host, feeds, api.access, limits, api.idempotency)
     routes = [Route(r.path, _guard(r.endpoint), methods=list(r.methods or ()))
-              for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api), *extra,
-                        *AguiApi(api).routes(), *page_routes()]]
+              for r in [*V2Api(api).routes(), *api.routes(), *bulk_routes(api),
+                        *presence_routes(presence), *extra, *AguiApi(api).routes(),
+                        *page_routes()]]
     routes.append(Route("/{path:path}", _guard(functools.partial(_no_route, list(routes))),
                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error})
     app.state.host = host
     app.state.api = api
+    app.state.presence = presence
     app.add_middleware(BearerAuth, tokens=tokens)
     app.add_middleware(SiteGuard, hosts=AllowedHosts(allowed_hosts))  # Before any route.
     app.add_middleware(VersionNegotiation)  # Outermost: the contract before anything else.

@@ -1,8 +1,9 @@
 """Bearer-token auth as an ASGI middleware: fail closed, never echo a token.
 
 Every path answers 401 without a valid ``Authorization: Bearer <token>`` except discovery
-(``/.well-known/openwop``), the OpenAPI document and the chat page's static files (they
-hold no data; the page sends the person's token on every API call). A host without tokens
+(``/.well-known/openwop``, the A2A agent cards of ``wop serve --a2a``), the OpenAPI document
+and the chat page's static files (they hold no data; the page sends the person's token on
+every API call). A host without tokens
 is for loopback only (the CLI refuses another ``--host``); its callers are all the
 principal ``local``.
 """
@@ -14,6 +15,7 @@ from typing import Any, Final
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from wopdsl.server.a2a.card import is_card_path
 from wopdsl.server.config import Tokens
 from wopdsl.server.errors import envelope
 from wopdsl.server.page import is_page_path
@@ -46,9 +48,9 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        if scope["path"] in PUBLIC_PATHS or (scope["method"] == "GET" and
-                                             is_page_path(scope["path"]) and
-                                             major_of(scope) != 2):  # v2 API: GET /runs/{id}
+        path, reading = scope["path"], scope["method"] == "GET"
+        if path in PUBLIC_PATHS or (reading and is_card_path(path)) or (
+                reading and is_page_path(path) and major_of(scope) != 2):  # v2: GET /runs/{id}
             state["principal"] = None
         elif not self.tokens:
             state["principal"] = LOCAL_PRINCIPAL

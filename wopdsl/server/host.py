@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,9 +19,7 @@ from wopdsl import (
     CouncilSpec,
     EventStore,
     Run,
-    RunBusy,
     RunStateConflict,
-    StoreUnavailable,
     WopError,
     attach,
 )
@@ -30,14 +27,11 @@ from wopdsl.agents.python import host_loop
 from wopdsl.server.config import Limits
 from wopdsl.server.errors import ApiError, from_wop_error
 from wopdsl.server.io import run_not_found, want_run_id
+from wopdsl.server.supervision import TERMINAL_STATUSES, Supervisor, reason_of
 from wopdsl.state import CouncilState
 from wopdsl.store import Answer
 
 __all__ = ["TERMINAL_STATUSES", "Host"]
-
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
-STORE_RETRY_S = 5.0
-"""Seconds between attempts to take up a run whose store stayed unreachable."""
 
 _log = logging.getLogger("wopdsl.server")
 
@@ -66,14 +60,11 @@ class Host:
         self.fixtures: frozenset[str] = frozenset()
         """Served councils that are OpenWOP conformance fixtures (``wop serve --conformance``)."""
         self._runs: dict[str, Run] = {}
-        self._supervisors: dict[str, asyncio.Task[None]] = {}
-        self._wakes: dict[str, asyncio.Event] = {}
+        self._supervisor = Supervisor(self._forget)
         self._creating = 0
         self._states: dict[str, CouncilState] = {}
         """Runs' states read for requests (a blocking store only; see :meth:`state_of`)."""
         self._reading: dict[str, asyncio.Lock] = {}
-        self._pausing: set[asyncio.Task[None]] = set()
-        """Draining pauses waiting for their runs' turns to finish."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -92,18 +83,15 @@ class Host:
             try:
                 run = await self.open(info.run_id)
             except (WopError, ApiError) as exc:
-                _log.warning("run %s not resumed: %s", info.run_id, _reason(exc))
+                _log.warning("run %s not resumed: %s", info.run_id, reason_of(exc))
                 continue
-            self._supervise(run, resume=True)
+            self._supervisor.supervise(run, resume=True)
             taken.append(info.run_id)
         return taken
 
     async def stop(self) -> None:
         """Stop driving: every run is left resumable (a restarted host takes them up)."""
-        tasks = [*self._supervisors.values(), *self._pausing]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._supervisor.stop()
         for run in list(self._runs.values()):
             with contextlib.suppress(Exception):
                 await run.detach()
@@ -116,8 +104,8 @@ class Host:
         A run this host supervises counts without a read; the others are read off the loop.
         """
         for run_id, run in list(self._runs.items()):
-            task = self._supervisors.get(run_id)
-            if (task is None or task.done()) and await run.astatus() in TERMINAL_STATUSES:
+            if not self._supervisor.drives(run_id) and \
+                    await run.astatus() in TERMINAL_STATUSES:
                 self._forget(run_id)
         return len(self._runs) + self._creating
 
@@ -234,13 +222,13 @@ class Host:
         finally:
             self._creating -= 1
         self._runs[run.run_id] = run
-        self._supervise(run, resume=False)
+        self._supervisor.supervise(run, resume=False)
         return run
 
     async def adopt(self, run_id: str) -> Run:
         """Open a run created here by other means (a fork) and drive it."""
         run = await self.open(run_id)
-        self._supervise(run, resume=True)
+        self._supervisor.supervise(run, resume=True)
         return run
 
     async def reply(self, run: Run, *, room: str, member: str, resume: dict[str, Any],
@@ -279,13 +267,11 @@ class Host:
         return decided
 
     async def _woken(self, run: Run) -> None:
-        if run.run_id not in self._supervisors and \
+        if not self._supervisor.holds(run.run_id) and \
                 await run.astatus() not in TERMINAL_STATUSES:
             self._runs[run.run_id] = run
-            self._supervise(run, resume=False)
-        wake = self._wakes.get(run.run_id)
-        if wake is not None:
-            wake.set()
+            self._supervisor.supervise(run, resume=False)
+        self._supervisor.wake(run.run_id)
 
     async def cancel(self, run: Run, reason: str) -> None:
         """Cancel ``run`` (``run.cancelled``); nothing happens to a run that already ended."""
@@ -293,9 +279,7 @@ class Host:
             await run.cancel(reason)
         except WopError as exc:
             raise from_wop_error(exc) from None
-        wake = self._wakes.get(run.run_id)
-        if wake is not None:
-            wake.set()
+        self._supervisor.wake(run.run_id)
 
     async def pause(self, run: Run, reason: str, *, drain: bool) -> str:
         """Pause ``run`` (``run.paused``); return its status now.
@@ -317,16 +301,8 @@ class Host:
                 raise RunStateConflict(run.run_id, status, "paused")
         except WopError as exc:
             raise from_wop_error(exc) from None
-        pausing = asyncio.ensure_future(run.pause(reason, drain=True))
-        self._pausing.add(pausing)
-        pausing.add_done_callback(self._paused)
+        self._supervisor.drain(run, reason)
         return status
-
-    def _paused(self, task: asyncio.Task[None]) -> None:
-        self._pausing.discard(task)
-        failure = None if task.cancelled() else task.exception()
-        if failure is not None:
-            _log.info("a draining pause did not land: %s", _reason(failure))
 
     async def unpause(self, run: Run) -> str:
         """Resume a paused ``run`` (``run.resumed {reason: "unpaused"}``) and drive it here.
@@ -341,65 +317,9 @@ class Host:
         await self._woken(run)
         return status
 
-    # -- supervision -----------------------------------------------------------------------
-
-    def _supervise(self, run: Run, *, resume: bool) -> None:
-        host_loop()
-        if run.run_id in self._supervisors:
-            return
-        self._supervisors[run.run_id] = asyncio.ensure_future(self._watch(run, resume))
-
-    async def _watch(self, run: Run, resume: bool) -> None:
-        """Follow a run this host drives; fire a waiting run's deadline on time.
-
-        A run whose store stayed unreachable longer than the store's ``reconnect_s`` is
-        taken up again every :data:`STORE_RETRY_S` seconds until the store answers (the
-        run then goes on, ``run.resumed``) or the host stops; meanwhile its reads answer
-        503 ``STORE_ERROR``.
-        """
-        run_id = run.run_id
-        try:
-            while True:
-                try:
-                    await self._follow(run, resume)
-                    break
-                except StoreUnavailable as exc:
-                    _log.warning("run %s waits for its store: %s", run_id, _reason(exc))
-                    await asyncio.sleep(STORE_RETRY_S)
-                    resume = True
-        except asyncio.CancelledError:
-            raise
-        except RunBusy:
-            _log.info("run %s is executing in another process; not driven here", run_id)
-        except WopError as exc:
-            _log.warning("run %s stopped: %s", run_id, _reason(exc))
-        except Exception as exc:  # A bug must not take the host down; the log says what.
-            _log.error("run %s: unexpected %s", run_id, type(exc).__name__)
-        finally:
-            self._supervisors.pop(run_id, None)
-            self._wakes.pop(run_id, None)
-        if await _settled(run):  # Not when cancelled: the host stops.
-            self._forget(run_id)
-
-    async def _follow(self, run: Run, resume: bool) -> None:
-        """Drive (or wait for) the run until it ends or another process drives it."""
-        status = await (run.resume() if resume else run.wait())
-        while status not in TERMINAL_STATUSES:
-            if status != "waiting-input":
-                return  # Another process drives it now; its driver keeps its deadline.
-            wake = self._wakes[run.run_id] = asyncio.Event()
-            delay = _deadline_in(await run.astate())
-            try:
-                await asyncio.wait_for(wake.wait(), delay)
-                status = await run.wait()
-            except TimeoutError:
-                # The council's timeout_ms passed while the run waited: applying it now
-                # (not when someone next touches the run) is this host's job.
-                status = await run.resume()
-
     def _forget(self, run_id: str) -> None:
-        task = self._supervisors.get(run_id)
-        if task is None or task.done():
+        """Let go of the handle on a run this host no longer drives."""
+        if not self._supervisor.drives(run_id):
             self._runs.pop(run_id, None)
 
 
@@ -421,25 +341,3 @@ async def _opened(run: Run) -> None:
 async def _first_event(run: Run) -> None:
     async for _event in run.store.subscribe(run.run_id, -1):
         return
-
-
-def _deadline_in(state: CouncilState) -> float | None:
-    """Seconds until the run's council ``timeout_ms`` passes (``None`` without one)."""
-    timeout = (state.council.get("council") or {}).get("timeout_ms")
-    started = state.started_ms
-    if not isinstance(timeout, int) or not started:
-        return None
-    return max(0.0, timeout / 1000 - state.active_ms(int(time.time() * 1000)) / 1000)
-
-
-async def _settled(run: Run) -> bool:
-    """Whether the run has ended (False when its store cannot say)."""
-    try:
-        return await run.astatus() in TERMINAL_STATUSES
-    except WopError:
-        return False
-
-
-def _reason(exc: BaseException) -> str:
-    message = getattr(exc, "message", None)
-    return f"{getattr(exc, 'code', type(exc).__name__)}: {message or type(exc).__name__}"

@@ -23,7 +23,7 @@ __all__ = ["ASSETS", "is_page_path", "page_routes"]
 ASSETS: Final = {"app.js": "text/javascript", "stream.js": "text/javascript",
                  "partial.js": "text/javascript", "panels.js": "text/javascript",
                  "view.js": "text/javascript", "tools.js": "text/javascript",
-                 "deliberation.js": "text/javascript",
+                 "deliberation.js": "text/javascript", "presence.js": "text/javascript",
                  "app.css": "text/css", "icon.svg": "image/svg+xml"}
 """The page's files under ``/ui/`` and their media types."""
 

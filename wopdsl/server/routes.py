@@ -26,7 +26,14 @@ from wopdsl.server.io import JSONResponse, read_body, read_object, want_int, wan
 from wopdsl.server.modes import selection_of
 from wopdsl.server.openapi import openapi_document
 from wopdsl.server.run_options import create_options
-from wopdsl.server.turns import check_mentions, council_spec, ended, resolve_speaker, room_of
+from wopdsl.server.turns import (
+    asked_room,
+    check_mentions,
+    council_spec,
+    ended,
+    resolve_speaker,
+    room_of,
+)
 from wopdsl.server.v2.negotiate import major_of
 from wopdsl.state import CouncilState, build_snapshot, wire_status
 from wopdsl.store import Answer
@@ -204,8 +211,9 @@ class Api:
             if state.status in TERMINAL_STATUSES and (
                     node_id.removeprefix("room:") in state.rooms or node_id in members):
                 raise ended(run_id, node_id, state.status, v2=major_of(request.scope) == 2)
-            if node_id.removeprefix("room:") not in state.rooms or any(
-                    a.member == node_id for a in state.tools.approvals.values()):
+            asked = asked_room(state, node_id)  # an a2a member's node: its agent asks
+            if asked is None and (node_id.removeprefix("room:") not in state.rooms or any(
+                    a.member == node_id for a in state.tools.approvals.values())):
                 # a member's node: its tool call waits for approval
                 decision = approval_at(state, members, node_id, body["resumeValue"])
                 self.access.check(principal, state, "approve", decision.approver,
@@ -215,7 +223,7 @@ class Api:
                                         principal=principal if self.tokens else None)
                 return 200, {"runId": run_id, "nodeId": node_id,
                              "status": await _status(run), "callId": decision.call}
-            room = room_of(state, node_id)
+            room = asked or room_of(state, node_id)
             speaker = resolve_speaker(state, members, room, body["resumeValue"])
             self.access.check(principal, state, "post", speaker.member, speaker.principal)
             check_mentions(state, room, body["resumeValue"])

@@ -5,7 +5,9 @@ The body is exactly ``{"resumeValue": …}``; the value is an RFC 0005 §E paylo
 (``{role, speakerId, content}``). The speaking member is named by the turn's ``speakerId``
 (``host:<member>``); a user turn without one speaks for the room's human member when there
 is exactly one to choose. Roster and role rules (DESIGN.md §7) are checked here before the
-run is touched, so a refused turn appends nothing and the run keeps waiting.
+run is touched, so a refused turn appends nothing and the run keeps waiting. At the node
+of an ``a2a`` member whose agent asks for input, the turn is a post in the room the question
+was put to (:func:`asked_room`), and it answers the question.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from wopdsl import CouncilSpec, CouncilState, MemberSpec
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.server.errors import ApiError
 
-__all__ = ["Speaker", "check_mentions", "council_spec", "ended", "resolve_speaker",
-           "room_of"]
+__all__ = ["Speaker", "asked_room", "check_mentions", "council_spec", "ended",
+           "resolve_speaker", "room_of"]
 
 _SPEAKER_PREFIX = "host:"
 _OUTSIDE = {"human": "user", "external": "agent"}
@@ -52,6 +54,15 @@ def room_of(state: CouncilState, node_id: str) -> str:
                        {"nodeId": node_id,
                         "interrupts": [f"room:{r}" for r in state.rooms]})
     return room
+
+
+def asked_room(state: CouncilState, node_id: str) -> str | None:
+    """The room where the question of member ``node_id``'s A2A agent waits (``None``: none).
+
+    An ``a2a`` member's agent that asks for input suspends the member's node; a turn
+    resolved at that node is a post in the room the question was put to (DESIGN.md §25).
+    """
+    return next((a.room for a in state.asks.open.values() if a.member == node_id), None)
 
 
 def ended(run_id: str, node_id: str, status: str, *, v2: bool) -> ApiError:
@@ -133,7 +144,8 @@ def check_mentions(state: CouncilState, room: str, resume: dict[str, Any]) -> No
     requested past its ``max_turns`` fails the run with ``TEAM_TURN_LIMIT``, a scripted one
     past its script's end with ``SCRIPT_EXHAUSTED``. Whoever may post must not be able to
     end the run that way: such a post is refused (422 ``member_turns_exhausted``) and
-    nothing is appended.
+    nothing is appended. A steer's mention of a member running a turn adds none: the
+    stopped turn runs again (docs/guides/steering.md).
     """
     if resume.get("operation", "exchange") != "exchange":
         return  # A closing turn requests nobody.
@@ -146,10 +158,14 @@ def check_mentions(state: CouncilState, room: str, resume: dict[str, Any]) -> No
     else:
         return  # The door (wopdsl's intake) refuses a malformed turn with its reason.
     scripts = {m.get("id"): m.get("script") for m in state.council.get("members", [])}
+    steer = isinstance(content, dict) and content.get("steer") is True
     for target in dict.fromkeys(m for m in mentions if isinstance(m, str)):
         member = state.members.get(target)
         if member is None or target in state.queue:
             continue  # Unknown: the door says so. Queued: the mention adds no turn.
+        running = state.inflight.get(target)
+        if steer and running is not None and running.suspended is None:
+            continue  # A steer runs the stopped turn again: no turn is added.
         needed = member.turns + (target in state.inflight) + 1
         script = scripts.get(target)
         if member.engine == "script" and isinstance(script, list) and needed > len(script):

@@ -17,6 +17,7 @@ from wopdsl.state.records import (
     RunStatus,
     VoteRecord,
     status_of_event,
+    tags_of,
 )
 from wopdsl.state.snapshot import build_snapshot, channels, wire_status
 from wopdsl.state.usage import RunUsage, Usage
@@ -36,5 +37,6 @@ __all__ = [
     "build_snapshot",
     "channels",
     "status_of_event",
+    "tags_of",
     "wire_status",
 ]

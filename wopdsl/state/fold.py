@@ -11,8 +11,9 @@ from wopdsl._ids import parse_iso_ms
 from wopdsl.model.construct import new_message
 from wopdsl.protocol.codemap import ERA_V1, era_of
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.protocol.payloads import MEMBER_TYPE_ID, turn_sender
-from wopdsl.state.deliberation import DeliberationFold
+from wopdsl.protocol.payloads import ASK_PREFIX, MEMBER_TYPE_ID, turn_sender
+from wopdsl.state import lifecycle
+from wopdsl.state.asks import AskState
 from wopdsl.state.records import (
     Chair,
     DecisionState,
@@ -21,8 +22,10 @@ from wopdsl.state.records import (
     RoomState,
     RunStatus,
 )
+from wopdsl.state.steering import STEERED, is_steer
 from wopdsl.state.tools import ToolState, suspend
 from wopdsl.state.usage import RunUsage
+from wopdsl.state.views import StateViews
 
 if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
     from wopdsl.model.turns import Message
@@ -34,7 +37,7 @@ _GC_PAUSE_EVENTS: Final = 1_000
 
 
 @dataclass(slots=True)
-class CouncilState(DeliberationFold):
+class CouncilState(StateViews):
     """Everything a council run's events say, folded in sequence order.
 
     ``apply`` is O(1) per event (plus the mentions of a post), so folding a log is linear.
@@ -78,6 +81,8 @@ class CouncilState(DeliberationFold):
     """Model usage per member and in total, from ``provider.usage``."""
     tools: ToolState = field(default_factory=ToolState)
     """Tool calls made and approvals awaited (``agent.toolCalled``, approval interrupts)."""
+    asks: AskState = field(default_factory=AskState)
+    """Questions ``a2a`` members' agents wait on, until a post in the room answers them."""
     paused: str | None = None
     """While an operator has paused the run (``run.paused``): the pause's reason."""
     paused_since_ms: int = 0
@@ -94,6 +99,8 @@ class CouncilState(DeliberationFold):
     """The chair and its last turn (``[council] chair``)."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Member → alias in anonymous rooms (``run.started.metadata.aliases``)."""
+    steering: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Steering post id → the members whose turns in flight it stopped (steering.md)."""
 
     @classmethod
     def fold(cls, events: Iterable[RunEventDoc]) -> CouncilState:
@@ -117,75 +124,6 @@ class CouncilState(DeliberationFold):
         finally:
             if pause:
                 gc.enable()
-
-    # -- derived views -------------------------------------------------------------------
-
-    @property
-    def status(self) -> RunStatus:
-        """The run status derived from the log."""
-        if self.terminal is not None:
-            return self.terminal
-        if self.last_sequence < 0:
-            return "pending"
-        if self.paused is not None:
-            return "paused"
-        if self.inflight:  # all suspended (awaiting approvals): nothing runs until decided
-            return "running" if any(not i.suspended for i in self.inflight.values()) \
-                else "waiting-input"
-        if any(not self.members[m].awaited for m in self.queue):
-            return "running"
-        if self.queue:
-            return "waiting-input"
-        return "running"
-
-    def active_ms(self, now_ms: int) -> int:
-        """Milliseconds the run has been going at ``now_ms`` (epoch), pauses left out.
-
-        The council deadline (``timeout_ms``, RFC 0005 §I) counts this: a paused run's
-        clock stops.
-        """
-        paused = self.paused_total_ms
-        if self.paused is not None:
-            paused += max(0, now_ms - self.paused_since_ms)
-        return max(0, now_ms - self.started_ms - paused)
-
-    def member_phase(self, member_id: str) -> str:
-        """Return the member's phase: queued, running, waiting (for input), failed, done or idle."""
-        member = self.members[member_id]
-        if member_id in self.inflight:
-            return "waiting" if self.inflight[member_id].suspended else "running"
-        if member_id in self.queue:
-            return "waiting" if member.awaited else "queued"
-        if member.failed:
-            return "failed"
-        return "done" if member.turns else "idle"
-
-    @property
-    def waiting_for(self) -> list[str]:
-        """Human and external members whose requested turn is pending."""
-        return [m for m in self.queue if self.members[m].awaited]
-
-    def result(self) -> dict[str, Any]:
-        """The council result: ``{task, agents: [{name, role, result}], answer?, …}``.
-
-        ``answer`` is the chair's last summary, ``decisions`` the closed decisions'
-        outcomes; ``usage`` the model usage.
-        """
-        result: dict[str, Any] = {"task": self.task, "agents": [
-            {"name": m.id, "role": m.role, "result": m.result} for m in self.members.values()]}
-        if self.chair is not None:
-            chair = self.members[self.chair].result if self.chairing.done else None
-            result["answer"] = chair.get("summary") if isinstance(chair, dict) else None
-        if self.decisions:
-            result["decisions"] = [d.summary or {"id": d.id, "outcome": None}
-                                   for d in self.decisions.values()]
-        if self.usage.total.calls:
-            result["usage"] = self.usage.to_json()
-        return result
-
-    def transcript_messages(self) -> list[Message]:
-        """Every saved message in saved order."""
-        return list(self.messages.values())
 
     # -- the fold ------------------------------------------------------------------------
 
@@ -235,9 +173,16 @@ class CouncilState(DeliberationFold):
         member = payload["nodeId"]
         current = self.inflight.get(member)
         if current is not None:
-            # A retry of an interrupted turn: same position, same triggers, next attempt.
-            current.attempt = payload.get("attempt", current.attempt + 1)
-            current.retried, current.suspended, current.decided = False, None, False
+            # A retry of an interrupted turn: same position, next attempt; its triggers are
+            # the first attempt's plus any steering post that stopped an attempt.
+            current.restart(payload.get("attempt", current.attempt + 1), event["timestamp"],
+                            self.paused_total_ms)
+            for trigger in payload.get("triggers", ()):
+                if trigger not in current.triggers:
+                    current.triggers.append(trigger)
+            if current.steered in current.triggers and \
+                    current.steered in payload.get("triggers", ()):
+                current.steered = None  # Restarted with the post in front of it.
             return
         position = payload["position"]
         self.queue.pop(member, None)
@@ -247,7 +192,7 @@ class CouncilState(DeliberationFold):
             payload.get("attempt", 0),
             payload["turn"] if "turn" in payload else self.members[member].turns + 1,
             list(payload.get("triggers", ())),
-            since=event["sequence"],
+            since=event["sequence"], began=event["timestamp"], began_paused_ms=self.paused_total_ms,
         )
         batch = payload.get("batch", 0)
         if batch > self.batch:
@@ -314,9 +259,10 @@ class CouncilState(DeliberationFold):
         system = turn.get("role") == "system"
         if system and isinstance(turn.get("content"), dict):
             self._system_turn(room, turn["content"], event["sequence"])
-        self._add_message(room, turn, queue=not system)
+        self._add_message(room, turn, queue=not system, steer=is_steer(turn))
 
-    def _add_message(self, room: RoomState, turn: dict[str, Any], *, queue: bool) -> None:
+    def _add_message(self, room: RoomState, turn: dict[str, Any], *, queue: bool,
+                     steer: bool = False) -> None:
         content = turn.get("content") or {}
         if not isinstance(content, dict):
             content = {"text": str(content)}
@@ -334,6 +280,14 @@ class CouncilState(DeliberationFold):
         if room.blind and queue:  # A blind round's posts, by sender (see RoomState.hidden_from).
             room.round_posts.setdefault(message.sender, []).append(message)
         if queue and mentions:
+            sender = self.members.get(message.sender)
+            ask = self.asks.answered_by(room.id, mentions) if self.asks.open and \
+                sender is not None and sender.awaited else None
+            if ask is not None:  # The post is the asking member's input, not a request.
+                mentions = [m for m in mentions if m != ask.member]
+        if queue and steer:
+            self._steer(room, message.sender, message_id, mentions)
+        elif queue and mentions:
             self._request(room, message.sender, message_id, mentions)
 
     def _closed(self, event: RunEventDoc) -> None:
@@ -357,6 +311,10 @@ class CouncilState(DeliberationFold):
             self.tools.requested(event)
         if payload.get("kind") != "conversation.exchange":
             return
+        if str(payload.get("key", "")).startswith(ASK_PREFIX):
+            room_id = str((payload.get("data") or {}).get("conversationId", ""))
+            self.asks.requested(event, room_id.rpartition(":room:")[2])
+            return
         member = exchange_member(payload.get("key", ""))
         room = self._room_of(event)
         if member in self.members and room is not None:
@@ -364,7 +322,7 @@ class CouncilState(DeliberationFold):
 
     def _interrupt_resolved(self, event: RunEventDoc) -> None:
         key = event["payload"].get("interruptId")
-        if self.tools.resolved(str(key)):
+        if self.tools.resolved(str(key)) or self.asks.resolved(str(key)):
             return
         member = exchange_member(str(key))
         if self.interrupts.get(member, ("",))[0] == key:
@@ -374,43 +332,17 @@ class CouncilState(DeliberationFold):
         node = event.get("nodeId", "")
         return self.rooms.get(node[5:]) if node.startswith("room:") else None
 
-    def _run_completed(self, event: RunEventDoc) -> None:
-        self.terminal = "completed"
-        self.outputs = event["payload"].get("outputs")
-        self.ended_at = event["timestamp"]
-
-    def _run_failed(self, event: RunEventDoc) -> None:
-        self.terminal = "failed"
-        self.error = event["payload"].get("error")
-        self.failed_node = event["payload"].get("failedNodeId")
-        self.ended_at = event["timestamp"]
-
-    def _run_cancelled(self, event: RunEventDoc) -> None:
-        self.terminal = "cancelled"
-        self.ended_at = event["timestamp"]
-
-    def _run_paused(self, event: RunEventDoc) -> None:
-        if self.paused is None:
-            self.paused_since_ms = parse_iso_ms(event["timestamp"])
-        self.paused = str(event["payload"].get("reason") or "")
-
-    def _run_resumed(self, event: RunEventDoc) -> None:
-        self.resumed_at = event["sequence"]
-        if self.paused is not None:
-            self.paused_total_ms += max(
-                0, parse_iso_ms(event["timestamp"]) - self.paused_since_ms)
-            self.paused = None
-
     def _provider_usage(self, event: RunEventDoc) -> None:
         self.usage.add(event)
 
     def _node_retried(self, event: RunEventDoc) -> None:
-        current = self.inflight.get(event["payload"].get("nodeId", ""))
+        payload = event["payload"]
+        current = self.inflight.get(payload.get("nodeId", ""))
         if current is not None:
             current.retried = True
-
-    def _diverged(self, event: RunEventDoc) -> None:
-        self.divergences.append(dict(event["payload"]))
+            error = payload.get("lastError")
+            if isinstance(error, dict) and error.get("code") == STEERED:
+                current.steers += 1
 
 
 def _pause_gc(events: Iterable[RunEventDoc]) -> bool:
@@ -452,12 +384,12 @@ _HANDLERS: dict[str, Callable[[CouncilState, RunEventDoc], None]] = {
     "conversation.opened": CouncilState._opened,
     "conversation.exchanged": CouncilState._exchanged,
     "conversation.closed": CouncilState._closed,
-    "run.completed": CouncilState._run_completed,
-    "run.failed": CouncilState._run_failed,
-    "run.cancelled": CouncilState._run_cancelled,
-    "run.paused": CouncilState._run_paused,
-    "run.resumed": CouncilState._run_resumed,
-    "replay.diverged": CouncilState._diverged,
+    "run.completed": lifecycle.completed,
+    "run.failed": lifecycle.failed,
+    "run.cancelled": lifecycle.cancelled,
+    "run.paused": lifecycle.paused,
+    "run.resumed": lifecycle.resumed,
+    "replay.diverged": lifecycle.diverged,
     "provider.usage": CouncilState._provider_usage,
     "node.retried": CouncilState._node_retried,
     "node.suspended": lambda state, event: suspend(state.inflight, event),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from wopdsl._ids import parse_iso_ms
+
 if TYPE_CHECKING:  # The model loads with the first message folded (wopdsl.model.construct).
     from wopdsl.model.turns import Message
 
@@ -23,6 +25,7 @@ __all__ = [
     "RunStatus",
     "VoteRecord",
     "status_of_event",
+    "tags_of",
 ]
 
 
@@ -45,6 +48,17 @@ TERMINAL_EVENTS: Final[dict[str, RunStatus]] = {
 def status_of_event(event_type: str) -> RunStatus | None:
     """Return the terminal status an event of ``event_type`` puts a run in, else ``None``."""
     return TERMINAL_EVENTS.get(event_type)
+
+
+def tags_of(metadata: dict[str, Any]) -> list[str]:
+    """The run's tags, from its ``run.started`` metadata (``request.runOptions.tags``).
+
+    Where the HTTP host keeps a request's tags, and ``Council.start(tags=…)`` puts them.
+    """
+    request = metadata.get("request")
+    options = request.get("runOptions") if isinstance(request, dict) else None
+    tags = options.get("tags") if isinstance(options, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
 @dataclass(slots=True)
@@ -95,6 +109,34 @@ class Inflight:
     because a run stopped in the middle of it."""
     since: int = -1
     """The sequence of the turn's first ``node.started`` (a round counts turns begun in it)."""
+    steered: str | None = None
+    """The steering post that stopped this attempt (docs/guides/steering.md): the attempt is
+    to end with ``node.retried`` (``STEERED``), its outcome discarded, until a restart that
+    carries the post in its triggers."""
+    steers: int = 0
+    """How many attempts of this turn a steer stopped (they do not count against ``retries``)."""
+    began: str = ""
+    """When the turn's clock started: its first ``node.started`` (a fork's, for a turn the
+    fork cut off)."""
+    began_paused_ms: int = 0
+    """The run's paused time so far (``paused_total_ms``) when the turn's clock started."""
+    elapsed_ms: int = 0
+    """The run's active time (pauses left out) from the turn's first ``node.started`` to
+    the current attempt's: 0 on a first attempt (``Turn.elapsed_ms``)."""
+
+    def restart(self, attempt: int, timestamp: str, paused_ms: int) -> None:
+        """Start the turn again (``node.started`` of a later attempt) at ``timestamp``."""
+        self.attempt = attempt
+        self.retried, self.suspended, self.decided = False, None, False
+        if not self.began:  # Anew: the first start of its clock.
+            self.began, self.began_paused_ms = timestamp, paused_ms
+            return
+        paused = paused_ms - self.began_paused_ms
+        self.elapsed_ms = max(0, parse_iso_ms(timestamp) - parse_iso_ms(self.began) - paused)
+
+    def anew(self) -> None:
+        """Forget how long the turn has been going: a fork runs the turns it cut off anew."""
+        self.began, self.began_paused_ms, self.elapsed_ms = "", 0, 0
 
 
 @dataclass(slots=True)

@@ -28,7 +28,8 @@ def wire_status(state: CouncilState) -> str:
     turn is awaited, with or without approvals).
     """
     status = state.status
-    if status == "waiting-input" and state.tools.approvals and not state.waiting_for:
+    if status == "waiting-input" and state.tools.approvals and not state.waiting_for and \
+            not state.asks.open:
         return "waiting-approval"
     return status
 
@@ -50,6 +51,8 @@ def build_snapshot(state: CouncilState) -> dict[str, Any]:
         rooms = state.members[waiting[0]].rooms
         if rooms:
             snap["currentNodeId"] = f"room:{rooms[0]}"
+    elif status == "waiting-input" and state.asks.open:  # An agent's question: answered there.
+        snap["currentNodeId"] = f"room:{state.asks.rooms()[0]}"
     elif status == "waiting-approval":  # The member node whose tool call waits.
         snap["currentNodeId"] = next(iter(state.tools.approvals.values())).member
     nodes: dict[str, Any] = {}

@@ -7,32 +7,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import logging
 import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from wopdsl.errors import EventInvalid, StoreConflict, StoreError, StoreUnavailable
-from wopdsl.protocol.envelope import RunEventDoc, check_event
+from wopdsl.errors import EventInvalid, StoreConflict, StoreError
+from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.store import _pg_schema as sql
 from wopdsl.store._answers_sql import from_row
 from wopdsl.store._answers_sql import params as answer_params
-from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
+from wopdsl.store._codec import as_stored, encode_event
 from wopdsl.store._pg_claims import Claims, held_by_any
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
+from wopdsl.store._pg_pool import Connections
+from wopdsl.store._rows import decode_rows
 from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
 
 __all__ = ["PostgresStore"]
 
 _T = TypeVar("_T")
-_GC_PAUSE_ROWS: Final = 1000
-"""Reads of at least this many records pause the cyclic GC while decoding."""
 
 
 class PostgresStore(EventStore):
@@ -70,8 +67,6 @@ class PostgresStore(EventStore):
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 15.0,
                  create: bool = True, reconnect_s: float | None = None) -> None:
         self.reconnect_s = _reconnect_s() if reconnect_s is None else reconnect_s
-        self._down = False
-        """Whether the server was found unreachable (calls probe it directly until it answers)."""
         self.target: Target = parse(url)
         """The server and database (``target.where`` prints them without the password)."""
         self.timeout = timeout
@@ -83,22 +78,14 @@ class PostgresStore(EventStore):
         finally:
             conn.close()
         self._channel = sql.channel(self.schema)
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            self.target.conninfo, min_size=1, max_size=max(1, pool_size), open=False,
-            kwargs={"autocommit": True, "application_name": self.target.application_name},
-            name="wopdsl", timeout=timeout, num_workers=1,
-        )
-        self._pool.open(wait=False)
-        pool_log = logging.getLogger("psycopg.pool")
-        if pool_log.level == logging.NOTSET:
-            # The pool logs each failed reconnection; the store says what matters itself.
-            pool_log.setLevel(logging.ERROR)
+        self._connections = Connections(self.target, size=pool_size, timeout=timeout,
+                                        label=repr(self))
         self._claims = Claims(self.target, self.schema)
         self._listener = Listener(self.target, self._channel)
         # A store nobody closed (``council.arun(store="postgresql://…")`` opens one for its
         # run) still closes its connections when it is collected or the process exits.
         self._finalizer = weakref.finalize(self, _close_parts, self._listener, self._claims,
-                                           self._pool)
+                                           self._connections)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.target.where!r})"
@@ -233,14 +220,7 @@ class PostgresStore(EventStore):
         rows: list[tuple[int, str]] = self._with_conn(
             f"read run {run_id} from",
             lambda conn: conn.execute(sql.SELECT_EVENTS, (run_id, after)).fetchall())
-        pause_gc = len(rows) >= _GC_PAUSE_ROWS and gc.isenabled()
-        if pause_gc:
-            gc.disable()
-        try:
-            return self._decode_rows(run_id, after, rows)
-        finally:
-            if pause_gc:
-                gc.enable()
+        return decode_rows(self.target.where, run_id, after, rows)
 
     def runs(self) -> list[RunInfo]:
         """List every run, oldest first (no event is decoded)."""
@@ -312,103 +292,9 @@ class PostgresStore(EventStore):
 
     def _with_conn(self, doing: str, use: Callable[[psycopg.Connection[Any]], _T],
                    retry: Callable[[], _T | None] | None = None) -> _T:
-        """Run ``use`` on a pooled connection; once more on another if this one was dead.
-
-        ``retry`` decides, for a call that may have landed (an append), what to return
-        instead of calling again (``None``: call again).
-        """
+        """Run ``use`` on a pooled connection (see :meth:`Connections.run`)."""
         self._check_open()
-        if self._down:
-            return self._directly(doing, use)
-        for attempt in (1, 2):
-            conn: psycopg.Connection[Any] | None = None
-            try:
-                with self._pool.connection() as conn:
-                    return use(conn)
-            except (StoreError, EventInvalid):
-                raise
-            except PoolTimeout:
-                raise self._unreachable(doing) from None
-            except PoolClosed:
-                raise StoreError(f"{self!r} is closed",
-                                 hint="open the store again; close() is final") from None
-            except psycopg.OperationalError as exc:
-                dead = conn is not None and (conn.broken or conn.closed)
-                if attempt == 2 or not dead:
-                    raise self.target.error(doing, exc) from None
-                self._pool.check()  # Drop the other connections the outage killed.
-                self._probe()  # Down (StoreUnavailable at once), or a blip: try again.
-                if retry is not None:
-                    outcome = retry()
-                    if outcome is not None:
-                        return outcome
-            except psycopg.Error as exc:
-                raise self.target.error(doing, exc) from None
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _probe(self) -> None:
-        """Connect once, directly: fails fast (``StoreUnavailable``) while the server is down.
-
-        The pool would wait its whole ``timeout`` for a connection it cannot make; while the
-        server is known to be down, every call goes through :meth:`_directly` instead.
-        """
-        try:
-            self.target.connect("probe").close()
-        except StoreUnavailable:
-            self._down = True
-            raise
-
-    def _directly(self, doing: str, use: Callable[[psycopg.Connection[Any]], _T]) -> _T:
-        """Run ``use`` on a connection of its own (the server was down: the pool lags)."""
-        import psycopg
-
-        conn = self.target.connect("probe")  # StoreUnavailable while the server is down.
-        self._down = False
-        try:
-            return use(conn)
-        except psycopg.Error as exc:
-            raise self.target.error(doing, exc) from None
-        finally:
-            conn.close()
-
-    def _unreachable(self, doing: str) -> StoreError:
-        """Why no pooled connection came: try one directly, for the server's own reason."""
-        self._probe()  # Raises the clear error if the server is down.
-        return self.target.error(doing, f"all {self._pool.max_size} pooled connections "
-                                 f"stayed busy for {self.timeout:g} s",
-                                 "other threads hold the store's connections; raise pool_size")
-
-    def _decode_rows(self, run_id: str, after: int, rows: list[tuple[int, str]]) \
-            -> list[RunEventDoc]:
-        events: list[RunEventDoc] = []
-        expected = max(after + 1, 0)
-        for sequence, body in rows:
-            try:
-                event = as_read(decode_body(body))
-            except (TypeError, ValueError) as exc:
-                raise EventInvalid(
-                    f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
-                    hint="the log was written by another tool or corrupted; restore a backup",
-                ) from None
-            if sequence != expected or not is_valid_record(event, run_id, sequence):
-                self._reject(event, run_id, sequence, expected)
-            events.append(event)
-            expected += 1
-        return events
-
-    def _where(self, run_id: str, sequence: int) -> str:
-        return f"{self.target.where} run {run_id} #{sequence}"
-
-    def _reject(self, event: Any, run_id: str, sequence: int, expected: int) -> NoReturn:
-        where = self._where(run_id, sequence)
-        check_event(event, where=where)  # The precise message for shape and version problems.
-        hint = "the log was written by another tool or corrupted; restore a backup"
-        if sequence != expected:
-            raise EventInvalid(f"{where}: log has a gap (expected #{expected} next)", hint=hint)
-        if event["runId"] != run_id or event["sequence"] != sequence:
-            raise EventInvalid(f"{where}: record says run {event['runId']} "
-                               f"#{event['sequence']}, not the row it is stored in", hint=hint)
-        raise EventInvalid(f"{where}: malformed event record", hint=hint)
+        return self._connections.run(doing, use, retry)
 
 
 def _reconnect_s() -> float:
@@ -433,8 +319,8 @@ def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
     )
 
 
-def _close_parts(listener: Listener, claims: Claims, pool: ConnectionPool[Any]) -> None:
+def _close_parts(listener: Listener, claims: Claims, connections: Connections) -> None:
     """Close a store's connections: its listener, its claims' and its pool's."""
     listener.stop()
     claims.close()
-    pool.close()
+    connections.close()

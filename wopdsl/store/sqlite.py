@@ -6,16 +6,17 @@ import contextlib
 import gc
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
-from wopdsl.store._answers_sql import COLUMNS, from_row, params
+from wopdsl.store._answers_sql import params
 from wopdsl.store._claims import claim_held, lock_run
 from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
+from wopdsl.store._sqlite_records import INSERT_ANSWER, SqliteRecords
 from wopdsl.store._wakeups import Follower, waiters_for
 from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
 
@@ -35,16 +36,11 @@ FROM runs AS r JOIN events AS e
 ORDER BY r.rowid
 """
 
-_SELECT_ANSWER: Final = f"SELECT {COLUMNS} FROM idempotency WHERE scope = ?"
-_INSERT_ANSWER: Final = "INSERT OR IGNORE INTO idempotency VALUES (?, ?, ?, ?, ?)"
-_SAVE_PRIVATE: Final = "INSERT OR REPLACE INTO private (run_id, key, value) VALUES (?, ?, ?)"
-_READ_PRIVATE: Final = ("SELECT key, value FROM private WHERE run_id = ? AND substr(key, 1, ?) "
-                        "= ?")
 
 _GC_PAUSE_ROWS: Final = 1000
 """Reads of at least this many records pause the cyclic GC while decoding."""
 
-class SqliteStore(EventStore):
+class SqliteStore(SqliteRecords, EventStore):
     """Keeps every run's events in one SQLite file (default ``.wop/runs.db``).
 
     The file is in WAL mode, so readers never block the writer, and several processes may
@@ -198,7 +194,7 @@ class SqliteStore(EventStore):
                         workflow = str(first["payload"].get("workflowId", ""))
                         conn.execute(_INSERT_RUN, (run_id, workflow, run_started_at(first)))
                     if answer is not None:
-                        conn.execute(_INSERT_ANSWER, params(answer))
+                        conn.execute(INSERT_ANSWER, params(answer))
                     cursor.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
@@ -211,40 +207,6 @@ class SqliteStore(EventStore):
                 raise self._failure(exc, "append to") from exc
             self._written[run_id] = events[-1]["sequence"]
         self._waiters.wake(run_id)
-
-    def save_private(self, run_id: str, entries: Mapping[str, str]) -> None:
-        """Keep records beside the log in one transaction (see ``EventStore.save_private``)."""
-        self._writable()
-        if not entries:
-            return
-        rows = [(run_id, key, value) for key, value in entries.items()]
-        with self._lock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(_SAVE_PRIVATE, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise self._failure(exc, "write private records to") from exc
-
-    def read_private(self, run_id: str, prefix: str = "") -> dict[str, str]:
-        """Return the run's private records under ``prefix`` (none in an older file)."""
-        with self._lock:
-            try:
-                rows = self._conn.execute(_READ_PRIVATE, (run_id, len(prefix), prefix)
-                                          ).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return {}
-                raise self._failure(exc, "read private records from") from exc
-            except sqlite3.Error as exc:
-                raise self._failure(exc, "read private records from") from exc
-        return {str(key): str(value) for key, value in rows}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -309,39 +271,6 @@ class SqliteStore(EventStore):
             except sqlite3.Error as exc:
                 raise self._failure(exc, "read") from exc
         return -1 if found is None else int(found)
-
-    # -- idempotency answers (the ``idempotency`` table) ------------------------------------
-
-    def remember_answer(self, answer: Answer) -> Answer:
-        """Keep ``answer`` unless its scope has one; return the one kept (first wins)."""
-        self._writable()
-        with self._lock:
-            try:
-                self._conn.execute(_INSERT_ANSWER, params(answer))
-                row = self._conn.execute(_SELECT_ANSWER, (answer.scope,)).fetchone()
-            except sqlite3.Error as exc:
-                raise self._failure(exc, "write to") from exc
-        return from_row(row) or answer
-
-    def recall_answer(self, scope: str) -> Answer | None:
-        """Return the answer kept for ``scope`` (``None`` also on a store without the table)."""
-        with self._lock:
-            try:
-                return from_row(self._conn.execute(_SELECT_ANSWER, (scope,)).fetchone())
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):  # A read-only file of an older release.
-                    return None
-                raise self._failure(exc, "read") from exc
-
-    def forget_answers(self, before: float) -> int:
-        """Drop the answers created before ``before`` (epoch seconds); return how many."""
-        self._writable()
-        with self._lock:
-            try:
-                return self._conn.execute("DELETE FROM idempotency WHERE created_at < ?",
-                                          (before,)).rowcount
-            except sqlite3.Error as exc:
-                raise self._failure(exc, "write to") from exc
 
     def close(self) -> None:
         """Close the connection; later calls raise :class:`~wopdsl.errors.StoreError`."""

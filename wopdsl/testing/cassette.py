@@ -43,6 +43,7 @@ _HEADER = ("# Model exchanges recorded by `pytest --wop-record` (wopdsl) and rep
            "docs/guides/testing.md, \"The cassette\".\n")
 
 Key = tuple[int, str, int, int, int]
+_HOW = "`pytest --wop-record` (or WOP_RECORD=1)"
 
 
 class CassetteMismatch(AssertionError):
@@ -89,10 +90,13 @@ class Cassette:
     Args:
         path: The YAML file.
         record: Call the real models and (over)write the file when :meth:`save` is called.
+        how: How to record it again, for messages (``wop eval`` names its ``--record``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, record: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, record: bool = False,
+                 how: str = _HOW) -> None:
         self.path = Path(path)
+        self.how = how
         self.shown = _shown(self.path)
         """The file as messages name it (relative to the working directory when inside)."""
         self.record = record
@@ -178,15 +182,15 @@ class Cassette:
                 why = (f"{self.shown} holds no such exchange (recorded members of run "
                        f"{made.run}: {', '.join(members) or 'none'})")
             return self._refuse(f"{made.where()} made a model call, but {why}; record it "
-                                "with `pytest --wop-record` (or WOP_RECORD=1)")
+                                f"with {self.how}")
         self._used.add(made.key)
         if found.request != made.request:
             changes = tool_changes(found.request.get("body") or {}, made.request.get("body") or {})
             what = "".join(f"\n  - {line}" for line in changes)
             return self._refuse(
                 f"the request of {made.where()} no longer matches the recording in "
-                f"{self.shown}; if the change is intended, re-record with `pytest "
-                f"--wop-record` (or WOP_RECORD=1).{what}\n"
+                f"{self.shown}; if the change is intended, re-record with {self.how}."
+                f"{what}\n"
                 f"{request_diff(found.request, made.request)}")
         return _served(found.response)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import socket
 import ssl
 import sys
@@ -64,6 +65,10 @@ class CapturedRequest:
     body: Any
     member: str | None
     at: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    """``time.monotonic()`` when the answer was sent, or the client hung up (a stopped stream)."""
+    hung_up: bool = False
+    """Whether the client closed the connection before the answer was sent in full."""
 
     @property
     def stream(self) -> bool:
@@ -200,6 +205,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(scripted, request, body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client hung up (it may: it has its answer)
+            request.hung_up = True
+        finally:
+            request.ended = time.monotonic()
 
     def _answer(self, scripted: Outcome, request: CapturedRequest, body: Any) -> None:
         owner = self.server_owner
@@ -310,10 +318,25 @@ class _Handler(BaseHTTPRequestHandler):
         data = f"data: {chunk}\n\n".encode()
         stop = time.monotonic() + endless.max_s
         while time.monotonic() < stop:
-            self._chunk(data)
+            self._chunk(data)  # raises once the client has hung up
             if endless.delay_s:
-                time.sleep(endless.delay_s)
+                self._pause(endless.delay_s)
         self.close_connection = True
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` between chunks; raise at once should the client hang up meanwhile.
+
+        So :attr:`CapturedRequest.ended` is the moment a stopped stream was closed, not the
+        next write after it.
+        """
+        if isinstance(self.connection, ssl.SSLSocket):  # no peeking under TLS
+            time.sleep(seconds)
+            return
+        readable, _, _ = select.select([self.connection], [], [], seconds)
+        if readable:
+            if not self.connection.recv(1, socket.MSG_PEEK):
+                raise ConnectionResetError("the client closed the stream")
+            time.sleep(seconds)  # the client sent something (it never does): just wait
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

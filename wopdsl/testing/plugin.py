@@ -15,6 +15,10 @@ Fixtures:
     Every run these fixtures make is checked when the test ends, as ``wop check`` does (the
     bundled OpenWOP schemas and the log rules); a violation fails the test. Turn it off with
     ``wop_check = false`` in the pytest ini, or per test with ``@pytest.mark.wop_invalid_log``.
+    ``wop_eval``: run an eval file (``wop eval``, docs/guides/eval.md) as a test; it returns
+    the report and fails the test with the report's table when a gate does not hold (or a
+    recorded answer does not match). Model calls are answered from the eval's recorded
+    answers (``--offline``) unless the session records (``--wop-record``).
     ``snapshot`` (when syrupy is installed): syrupy's fixture, except that a transcript goes to
     a ``.txt`` file (:class:`~wopdsl.testing.snapshot.TranscriptSnapshot`) and ``run.events``
     to a normalised ``.json`` file (:class:`~wopdsl.testing.snapshot.EventLogSnapshot`).
@@ -30,7 +34,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -39,11 +43,13 @@ from wopdsl.testing.fixtures import CouncilRunner
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
+    from wopdsl.evals.api import EvalReport
     from wopdsl.run import Run
     from wopdsl.testing.cassette import Cassette
 
 __all__ = ["arun_council", "cassette_path", "pytest_addoption", "pytest_configure",
-           "pytest_pyfunc_call", "pytest_runtest_makereport", "record_enabled", "run_council"]
+           "pytest_pyfunc_call", "pytest_runtest_makereport", "record_enabled", "run_council",
+           "wop_eval"]
 
 _SNAPSHOT_PLUGIN = "wopdsl-snapshot"
 _CALL_REPORT = pytest.StashKey["pytest.TestReport"]()
@@ -82,6 +88,49 @@ def arun_council(run_council: CouncilRunner) -> Callable[..., Awaitable[Run]]:
     Example: ``run = await arun_council("councils/release-team.toml")``.
     """
     return run_council.arun
+
+
+@pytest.fixture
+def wop_eval(request: pytest.FixtureRequest,
+             tmp_path: Path) -> Callable[..., EvalReport]:
+    """Run an eval file as a test and return its report (docs/guides/eval.md).
+
+    Call it with ``(path, store=None, limit=None, mode=None)``: a relative path is looked up
+    as ``run_council`` looks up councils; runs go to a fresh SQLite file in the test's
+    ``tmp_path`` unless ``store`` says otherwise; ``mode`` is ``offline`` (recorded
+    answers; ``record`` under ``--wop-record``) unless given (``live`` calls the models).
+    Returns the report (:class:`~wopdsl.evals.api.EvalReport`); fails the test with the
+    report's table when a gate fails or a recorded answer does not match.
+    """
+
+    def run(path: str | os.PathLike[str], *, store: Any = None, limit: int | None = None,
+            mode: str | None = None) -> EvalReport:
+        __tracebackhide__ = True
+        from wopdsl import DeclarationError
+        from wopdsl.evals.api import run_eval
+        from wopdsl.evals.cassettes import CassetteUnreadable
+
+        target = CouncilRunner(search_paths=[request.path.parent,
+                                             request.config.rootpath]).resolve(path)
+        chosen = mode or ("record" if record_enabled(request.config) else "offline")
+        try:
+            report = run_eval(target, store if store is not None else tmp_path / "eval.db",
+                              mode=chosen, limit=limit)  # type: ignore[arg-type]
+        except DeclarationError as exc:
+            invalid = str(exc)
+        except CassetteUnreadable as exc:
+            invalid = f"{exc.message}\n    hint: {exc.hint}"
+        else:
+            invalid = ""
+        if invalid:
+            pytest.fail(invalid, pytrace=False)
+        if not report.passed:
+            problems = "".join(f"\n{p}" for p in report["problems"])
+            pytest.fail(f"eval {report['eval']['id']} failed:\n{report.table}{problems}",
+                        pytrace=False)
+        return report
+
+    return run
 
 
 class _SnapshotFixture:

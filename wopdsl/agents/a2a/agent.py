@@ -16,26 +16,41 @@ agent's tasks of the member's context (``ListTasks``) — never sent twice; a me
 certainly never got (the connection was refused) is sent again. When neither the task nor a
 refusal is known, the turn fails with ``A2A_IN_DOUBT``. A replay-mode fork calls nothing: it
 uses the source run's kept answer.
+
+An agent that asks for input (``input-required``) suspends the turn (:class:`TurnAsks`; the
+engine puts the question to the room, :mod:`wopdsl.state.asks`). Once a post answers it, the
+turn runs again and sends the answer to the same task as its next call ``n + 1``, through the
+same journal: its task id is known before it leaves, and an answer recorded as sent but
+missing from the waiting task's history never reached it, so it is sent then.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any, ClassVar
 
 from wopdsl.agents.a2a.remote import Remote, RemoteFailure
-from wopdsl.agents.a2a.wire import ANSWERED, WAITING, answer_of, outgoing_parts, result_of
+from wopdsl.agents.a2a.wire import (
+    ANSWERED,
+    WAITING,
+    answer_of,
+    outgoing_parts,
+    reply_parts,
+    reply_room,
+    result_of,
+)
 from wopdsl.agents.base import MemberAgent, TurnRecorder
+from wopdsl.agents.headers import UnsetHeader, header_values
 from wopdsl.agents.llm.answers import AnswerBounds, result_schema
 from wopdsl.agents.llm.prompts import RoomView
 from wopdsl.agents.tools.base import ToolOutput
 from wopdsl.agents.tools.events import tool_called, tool_returned
 from wopdsl.agents.tools.journal import RecordedCall, call_record, result_record
-from wopdsl.errors import TurnError, WopError
+from wopdsl.errors import TurnAsks, TurnError, WopError
 from wopdsl.model.tools import env_variable
 from wopdsl.model.turns import Turn
+from wopdsl.protocol.payloads import ask_key
 
 __all__ = ["A2aAgent", "A2aSetupError"]
 
@@ -44,9 +59,19 @@ TOOL_NAME = "a2a"
 
 
 class A2aSetupError(WopError):
-    """An ``a2a`` member cannot reach its agent at all (a header's variable is not set)."""
+    """An ``a2a`` member cannot reach its agent at all (a header's variable is not set).
+
+    Args:
+        message: What is wrong.
+        hint: How to fix it.
+        header: The header whose variable is not set.
+    """
 
     code = "A2A_ERROR"
+
+    def __init__(self, message: str, *, hint: str = "", header: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.header = header
 
 
 class A2aAgent(MemberAgent):
@@ -78,14 +103,11 @@ class A2aAgent(MemberAgent):
 
     async def start(self) -> None:
         """Read the headers' variables (the agent is reached on the first turn)."""
-        headers = {}
-        for name, variable in self.header_vars.items():
-            value = os.environ.get(variable)
-            if value is None:
-                raise A2aSetupError(f"{self.member}'s header {name} comes from environment "
-                                    f"variable {variable}, which is not set",
-                                    hint=f"export {variable}=... before the run")
-            headers[name] = value
+        try:
+            headers = header_values(self.header_vars)
+        except UnsetHeader as unset:
+            raise A2aSetupError(unset.said_of(f"{self.member}'s header"), hint=unset.hint,
+                                header=unset.header) from None
         self.remote = Remote(self.member, self.url, headers, self.max_bytes)
 
     async def stop(self) -> None:
@@ -103,30 +125,45 @@ class A2aAgent(MemberAgent):
         journal = recorder.journal
         calls = await journal.recorded()
         if journal.replaying:
-            value = await self._replayed(calls, recorder)
+            call_id, value = await self._replayed(calls, recorder)
         else:
-            value = await self._answer(turn, recorder, calls)
+            call_id, value = await self._answer(turn, recorder, calls)
+        answer = answer_of(value)
+        if answer.state in WAITING:  # the agent asks: the room answers (DESIGN.md §25)
+            room = reply_room(turn, self.room_ids)
+            question = answer.status_text or "(the agent asks for input without a question)"
+            if room is None:
+                raise TurnError("A2A_ERROR", f"{self.member}'s agent asks for input "
+                                f"({question}), but {self.member} is in no room")
+            raise TurnAsks(room, question, ask_key(call_id))
         return self._result(value, turn)
 
     # -- the answer of this turn -----------------------------------------------------------
 
     async def _answer(self, turn: Turn, recorder: TurnRecorder,
-                      calls: list[RecordedCall]) -> dict[str, Any]:
+                      calls: list[RecordedCall]) -> tuple[str, dict[str, Any]]:
+        """The call that settled this turn and the agent's answer to it (JSON form)."""
         last = calls[-1] if calls else None
         if last is not None and last.output is not None and last.status == "ok":
             if not last.returned:
                 self._returned(recorder, last, last.output, last.duration_ms)
                 await recorder.journal.commit()
             value: dict[str, Any] = json.loads(last.output.text)
-            return value
+            if last.reply is None or answer_of(value).state not in WAITING:
+                return last.call_id, value
+            # Its question was answered in the room: the answer is the next message to the
+            # same task, sent exactly once like the first.
+            call = self._reply_call(last, recorder, len(calls))
+            await recorder.journal.save({f"{call.call_id}#call": call_record(call)})
+            return call.call_id, await self._send(call, await self._remote(), recorder)
         remote = await self._remote()
         if last is not None and last.output is None:
             if last.started:
-                return await self._follow(last, remote, recorder)
-            return await self._send(last, remote, recorder)  # kept, never sent
+                return last.call_id, await self._follow(last, remote, recorder)
+            return last.call_id, await self._send(last, remote, recorder)  # kept, never sent
         call = self._call(turn, recorder, len(calls))
         await recorder.journal.save({f"{call.call_id}#call": call_record(call)})
-        return await self._send(call, remote, recorder)
+        return call.call_id, await self._send(call, remote, recorder)
 
     async def _remote(self) -> Remote:
         remote = self.remote
@@ -146,6 +183,21 @@ class A2aAgent(MemberAgent):
         return RecordedCall(call_id, index, index, message_id, TOOL_NAME,
                             json.dumps(message, ensure_ascii=False))
 
+    def _reply_call(self, asked: RecordedCall, recorder: TurnRecorder,
+                    index: int) -> RecordedCall:
+        """The message carrying the answer to the question ``asked`` got (its task known)."""
+        assert asked.reply is not None
+        call_id = f"call/{self.member}/{recorder.position}/{index}"
+        task_id = asked.remote or answer_of(json.loads(asked.output.text if asked.output
+                                                       else "{}")).task_id
+        message_id = f"{recorder.journal.run_id}/{call_id}"
+        message = {"messageId": message_id, "contextId": self._context(recorder),
+                   "taskId": task_id, "role": "ROLE_USER", "parts": reply_parts(asked.reply)}
+        call = RecordedCall(call_id, index, index, message_id, TOOL_NAME,
+                            json.dumps(message, ensure_ascii=False))
+        call.remote = task_id  # the task is known before the message leaves
+        return call
+
     def _context(self, recorder: TurnRecorder) -> str:
         """The member's A2A context in this run: its turns are one conversation."""
         return f"{recorder.journal.run_id}/{self.member}"
@@ -155,7 +207,7 @@ class A2aAgent(MemberAgent):
         """Record the message, send it, keep the task id and the answer."""
         journal = recorder.journal
         message: dict[str, Any] = json.loads(call.arguments)
-        payload = tool_called(self.agent_id, call, "http", full=False)
+        payload = tool_called(self.agent_id, call, "http", full=False, repeated=call.started)
         payload["a2a"] = {"messageId": message["messageId"], "contextId": message["contextId"]}
         recorder.record("agent.toolCalled", payload)
         await journal.commit()  # durable before the message leaves
@@ -199,6 +251,10 @@ class A2aAgent(MemberAgent):
             if not call.remote:
                 call.remote = task_id
                 await recorder.journal.save({f"{call.call_id}#call": call_record(call)})
+            if "taskId" in message and not await remote.delivered(task_id,
+                                                                  message["messageId"]):
+                # An answer to a question that never reached the waiting task: send it now.
+                return await self._send(call, remote, recorder)
             value = await remote.follow(task_id)
         except RemoteFailure as failure:
             raise TurnError("A2A_ERROR", failure.message) from None
@@ -235,16 +291,29 @@ class A2aAgent(MemberAgent):
         recorder.record("agent.toolReturned", payload)
 
     async def _replayed(self, calls: list[RecordedCall],
-                        recorder: TurnRecorder) -> dict[str, Any]:
-        """A replay-mode fork: the source run's kept answer of this turn; nothing is sent."""
+                        recorder: TurnRecorder) -> tuple[str, dict[str, Any]]:
+        """A replay-mode fork: the source run's kept answers of this turn; nothing is sent.
+
+        The source's answered messages are replayed one by one: a question the agent asked
+        waits for its answer in the fork too (the source's post supplies it), then the
+        source's next answer follows.
+        """
         journal = recorder.journal
+        done = [c for c in calls if c.output is not None and c.status == "ok"]
+        last = done[-1] if done else None
+        if last is not None and last.output is not None and (
+                last.reply is None or answer_of(json.loads(last.output.text)).state
+                not in WAITING):
+            value: dict[str, Any] = json.loads(last.output.text)
+            return last.call_id, value  # replayed already (the turn runs again)
         found: RecordedCall | None = None
-        for index in range(1 << 16):
+        for index in range(last.index + 1 if last is not None else 0, 1 << 16):
             source = await journal.source(f"call/{self.member}/{recorder.position}/{index}")
             if source is None:
                 break
             if source.output is not None and source.status == "ok":
                 found = source
+                break
         if found is None or found.output is None:
             raise TurnError("A2A_ERROR", f"this is a replay, and the replayed run kept no "
                             f"answer of {self.member}'s agent for this turn, so nothing was sent")
@@ -255,8 +324,8 @@ class A2aAgent(MemberAgent):
                             f"{found.call_id}#result": result_record(
                                 found.output, "ok", found.duration_ms)})
         await journal.commit()
-        value: dict[str, Any] = json.loads(found.output.text)
-        return value
+        value = json.loads(found.output.text)
+        return found.call_id, value
 
     # -- the answer as a turn result ---------------------------------------------------------
 
@@ -268,9 +337,6 @@ class A2aAgent(MemberAgent):
             except ValueError as exc:
                 raise TurnError("RESULT_INVALID", f"{self.member}'s agent: {exc}") from None
         reason = f": {answer.status_text}" if answer.status_text else ""
-        if answer.state in WAITING:
-            raise TurnError("A2A_ERROR", f"{self.member}'s agent asks for input (task "
-                            f"{answer.task_id}){reason}; answering it is not supported yet")
         raise TurnError("A2A_ERROR", f"{self.member}'s agent ended task {answer.task_id} as "
                         f"{answer.state or 'unknown'}{reason}",
                         {"taskId": answer.task_id, "state": answer.state})

@@ -3,7 +3,8 @@
 :class:`Remote` reads the agent's card (its well-known path under the member's ``url``),
 sends a message — streamed when the card says the agent streams, otherwise returned at once
 and followed with ``GetTask`` — follows a task it knows the id of, and finds the task a
-message started (``ListTasks`` of the member's context). Everything it reads is bounded
+message started (``ListTasks`` of the member's context), and tells whether an answer sent to
+a task that asked for input reached it. Everything it reads is bounded
 (:class:`Bounded`: an answer over the limit is an error, never held in memory), and every
 error it raises (:class:`RemoteFailure`) is redacted of the member's header values.
 
@@ -218,6 +219,22 @@ class Remote:
                 return _trim(task)
             await asyncio.sleep(POLL_S[min(index, len(POLL_S) - 1)])
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def delivered(self, task_id: str, message_id: str) -> bool:
+        """Whether a message to the waiting task ``task_id`` reached it.
+
+        A task that no longer waits for input went on with it; one that still waits has it
+        in its history when it got it (and asks again).
+        """
+        from a2a.types import GetTaskRequest
+        from google.protobuf.json_format import MessageToDict
+
+        task = MessageToDict(await self._guard(
+            self._client.get_task(GetTaskRequest(id=task_id)), delivered=True,
+            what=f"read task {task_id}"))
+        if state_name((task.get("status") or {}).get("state")) not in WAITING:
+            return True
+        return any(m.get("messageId") == message_id for m in task.get("history") or ())
 
     async def find(self, context_id: str, message_id: str) -> str | None:
         """The task the message ``message_id`` started in ``context_id`` (``None``: none)."""

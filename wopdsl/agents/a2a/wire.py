@@ -5,6 +5,8 @@ the rules are readable and testable without the SDK:
 
 * the turn goes out as one user message: a text part (the brief, the task and the room
   messages) and a data part ``{"input": <turn input>, "resultSchema": <turn result schema>}``;
+* a question (``input-required``) is answered by a post in the room: the next message to the
+  same task carries it (:func:`reply_parts`);
 * an answer's data part that is a turn result (``summary`` and nothing else than ``data``,
   ``posts``, ``votes``) is the result, as it is (the engine checks its posts like any
   member's); otherwise its text is the member's post in the room that triggered the turn,
@@ -20,8 +22,8 @@ from wopdsl.agents.base import turn_context
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.turns import Turn
 
-__all__ = ["ANSWERED", "WAITING", "Answer", "answer_of", "outgoing_parts", "result_of",
-           "state_name", "text_of"]
+__all__ = ["ANSWERED", "WAITING", "Answer", "answer_of", "outgoing_parts", "reply_parts",
+           "reply_room", "result_of", "state_name", "text_of"]
 
 ANSWERED: Final = frozenset({"completed"})
 """Task states whose artifacts are the member's answer."""
@@ -51,6 +53,29 @@ def outgoing_parts(turn: Turn, schema: dict[str, Any]) -> list[dict[str, Any]]:
             f"{m.text}" for m in turn.messages)]))
     return [{"text": "\n\n".join(sections)},
             {"data": {"input": turn_context(turn), "resultSchema": schema}}]
+
+
+def reply_parts(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parts of the message that answers an agent's question: the post that answered it.
+
+    ``reply`` is the answer's resume value (``{turn: {speakerId, content}, messageId}``): its
+    text, then a data part ``{"answer": {messageId, from, text, mentions}}``.
+    """
+    turn = reply.get("turn") or {}
+    content = turn.get("content") or {}
+    text = str(content.get("text", ""))
+    sender = str(turn.get("speakerId", "")).removeprefix("host:")
+    return [{"text": text},
+            {"data": {"answer": {"messageId": str(reply.get("messageId", "")), "from": sender,
+                                 "text": text, "mentions": list(content.get("mentions") or ())}}}]
+
+
+def reply_room(turn: Turn, rooms: tuple[str, ...]) -> str | None:
+    """The room a member's text answer (or its agent's question) goes to.
+
+    The room of the turn's first trigger; for an initial turn, the member's first room.
+    """
+    return turn.triggers[0].room if turn.triggers else (rooms[0] if rooms else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +138,7 @@ def result_of(answer: Answer, turn: Turn, rooms: tuple[str, ...]) -> dict[str, A
         raise ValueError("the agent answered neither text nor a turn result (a data part "
                          "with a summary)")
     summary = text.splitlines()[0][:SUMMARY_CHARS]
-    room = turn.triggers[0].room if turn.triggers else (rooms[0] if rooms else None)
+    room = reply_room(turn, rooms)
     if room is None:
         return {"summary": summary}
     return {"summary": summary,

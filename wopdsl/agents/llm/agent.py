@@ -237,8 +237,19 @@ class LlmAgent(MemberAgent):
             if breach is not None:
                 self._breach(recorder, breach.dimension, breach.consumed, breach.limit,
                              breach.wanted)
+        spent = _Spent()
         try:
-            completion = await self._with_retries(request, recorder)
+            completion = await self._with_retries(request, recorder, spent)
+        except asyncio.CancelledError:
+            # Stopped (a steer, a pause, a cancel): the stream was aborted, but what the
+            # model was sent and streamed so far was spent and counts (steering.md).
+            if spent.sent:
+                self._used(recorder, self.profile.model, prompt_tokens,
+                           estimate_tokens("".join(spent.text)), (worst_tokens, worst_cost),
+                           estimated=True)
+            elif budget is not None and budget.limited:
+                budget.settle(worst_tokens, worst_cost, 0, 0.0)
+            raise
         except BaseException:
             if budget is not None and budget.limited:
                 budget.settle(worst_tokens, worst_cost, 0, 0.0)
@@ -248,21 +259,35 @@ class LlmAgent(MemberAgent):
         input_tokens = reported_in if reported_in is not None else prompt_tokens
         output_tokens = (reported_out if reported_out is not None
                          else estimate_tokens(completion.text))
+        self._used(recorder, completion.model, input_tokens, output_tokens,
+                   (worst_tokens, worst_cost))
+        return completion
+
+    def _used(self, recorder: TurnRecorder, model: str, input_tokens: int, output_tokens: int,
+              reserved: tuple[int, float | None], *, estimated: bool = False) -> None:
+        """Record a call's ``provider.usage`` and settle its budget reservation."""
         cost = self.profile.cost_usd(input_tokens, output_tokens)
-        usage: dict[str, Any] = {"provider": self.profile.provider, "model": completion.model,
+        usage: dict[str, Any] = {"provider": self.profile.provider, "model": model,
                                  "inputTokens": input_tokens, "outputTokens": output_tokens,
                                  "totalTokens": input_tokens + output_tokens,
                                  "nodeId": recorder.node_id}
         if cost is not None:
             usage["costEstimateUsd"] = round(cost, 9)
         recorder.record("provider.usage", usage)
+        if estimated:  # a stopped call: the server never sent its usage
+            recorder.record("log.appended", {
+                "level": "info", "nodeId": recorder.node_id,
+                "message": "the model call was stopped mid-stream; its usage is the engine's "
+                           "estimate of the prompt and the text streamed so far",
+                "fields": {"estimated": True}})
+        budget = recorder.budget
         if budget is not None:
+            worst_tokens, worst_cost = reserved
             budget.settle(worst_tokens if budget.limited else 0,
                           worst_cost if budget.limited else None,
                           input_tokens + output_tokens, cost)
             for payload in budget.consumed_events():
                 recorder.record("budget.consumed", payload)
-        return completion
 
     def _breach(self, recorder: TurnRecorder, dimension: str, consumed: float, limit: float,
                 wanted: float) -> None:
@@ -284,15 +309,21 @@ class LlmAgent(MemberAgent):
                         f"({'max_tokens' if dimension == 'tokens' else 'max_cost_usd'})",
                         {"dimension": dimension})
 
-    async def _with_retries(self, request: dict[str, Any],
-                            recorder: TurnRecorder) -> Completion:
-        on_text = recorder.chunk if request.get("stream") else None
+    async def _with_retries(self, request: dict[str, Any], recorder: TurnRecorder,
+                            spent: _Spent) -> Completion:
+        on_text = None
+        if request.get("stream"):
+            def on_text(text: str) -> None:
+                spent.text.append(text)
+                recorder.chunk(text)
         endpoint = resolve(self.profile, recorder.endpoints.get(self.client.name))
         retries = self.profile.retries
         for index in range(retries + 1):
             try:
+                spent.text.clear()  # what an attempt that failed streamed was counted by it
                 completion = await self.client.complete(request, on_text, endpoint=endpoint,
-                                                        max_bytes=self.max_output_bytes)
+                                                        max_bytes=self.max_output_bytes,
+                                                        on_sent=spent.mark_sent)
                 if on_text is not None:
                     recorder.chunk("", last=True)
                 return completion
@@ -320,6 +351,19 @@ class LlmAgent(MemberAgent):
         base = self.profile.retry_backoff_ms / 1000 * (2 ** index)
         jitter = random.Random(f"{recorder.node_id}:{recorder.attempt}:{index}").uniform(0.5, 1)
         return float(min(_MAX_BACKOFF_S, base * jitter))
+
+
+class _Spent:
+    """What one model call has spent so far: whether it was sent, and the text streamed."""
+
+    __slots__ = ("sent", "text")
+
+    def __init__(self) -> None:
+        self.sent = False
+        self.text: list[str] = []
+
+    def mark_sent(self) -> None:
+        self.sent = True
 
 
 MAX_USAGE_TOKENS = 2**53 - 1

@@ -138,7 +138,8 @@ class ProfileClient:
 
     async def complete(self, request: dict[str, Any],
                        on_text: Callable[[str], None] | None = None, *,
-                       endpoint: Endpoint, max_bytes: int) -> Completion:
+                       endpoint: Endpoint, max_bytes: int,
+                       on_sent: Callable[[], None] | None = None) -> Completion:
         """Send one chat completion (streamed when the request says so).
 
         Args:
@@ -146,6 +147,7 @@ class ProfileClient:
             on_text: Called with each streamed piece of text as it arrives (redacted).
             endpoint: Where to send it.
             max_bytes: Most bytes of text the answer may have (``max_output_bytes``).
+            on_sent: Called once the request is on its way (a concurrency slot taken).
 
         Raises:
             CallFailure: the call failed (its message names the endpoint, never the key).
@@ -155,6 +157,8 @@ class ProfileClient:
         redact = redactor(key if key != _NO_KEY else None)
         assert self._semaphore is not None
         async with self._semaphore:
+            if on_sent is not None:
+                on_sent()
             try:
                 site = CALL_SITE.get()
                 if self.tap is not None and site is not None:

@@ -55,7 +55,8 @@ class RecordedCall:
     """The result's status (``ok``, ``error``, ``forbidden``)."""
     duration_ms: int = 0
     requested: bool = False
-    """An approval was asked for."""
+    """An approval was asked for (an ``a2a`` member's message: its agent's question was put
+    to the room)."""
     decision: Decision | None = None
     repeat_requested: bool = False
     """An approval to make it again (it was in flight at a crash) was asked for."""
@@ -63,6 +64,9 @@ class RecordedCall:
     remote: str = ""
     """The id the far side gave the call, kept as soon as it is known (an A2A member's
     message: the remote agent's task id), so a turn run again follows it, never resends."""
+    reply: dict[str, Any] | None = None
+    """For an ``a2a`` member's message its agent asked a question about: the post that
+    answered it (the ``interrupt.resolved`` resume value, with its ``messageId``)."""
 
 
 def call_record(call: RecordedCall) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from wopdsl.agents.headers import UnsetHeader, header_values
 from wopdsl.agents.llm.redact import Redactor
 from wopdsl.agents.tools.base import Tool, ToolFault, ToolOutput, ToolSetupError, Transport
 from wopdsl.agents.tools.mcp_wire import repaired, secrets_redactor
@@ -227,14 +228,11 @@ class McpConnection:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        headers = {}
-        for header, variable in spec.headers.items():
-            value = os.environ.get(variable)
-            if value is None:
-                raise ToolSetupError(f"MCP server '{self.name}': header {header} comes from "
-                                     f"environment variable {variable}, which is not set",
-                                     hint=f"export {variable}=... before the run")
-            headers[header] = value
+        try:
+            headers = header_values(spec.headers)
+        except UnsetHeader as unset:
+            raise ToolSetupError(unset.said_of(f"MCP server '{self.name}': header"),
+                                 hint=unset.hint) from None
         self._redact = secrets_redactor(headers.values(), spec.url)
         client = await stack.enter_async_context(httpx2.AsyncClient(
             headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))

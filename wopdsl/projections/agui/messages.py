@@ -23,22 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wopdsl._ids import message_id
-from wopdsl.projections.streaming import streamed_posts
+from wopdsl.projections.streaming import StreamedCall, streamed_posts
 from wopdsl.protocol.payloads import posted_turn, turn_sender
 from wopdsl.state import CouncilState
 
 Doc = dict[str, Any]
-
-
-@dataclass(slots=True)
-class _Stream:
-    """One member's model call being streamed."""
-
-    channel: str
-    position: int
-    text: str = ""
-    sent: dict[int, str] = field(default_factory=dict)
-    """Post index -> the text sent so far (its message is open)."""
 
 
 @dataclass(slots=True)
@@ -50,7 +39,7 @@ class Messages:
     """Open text messages: AG-UI id -> the text sent so far."""
     starts: dict[str, Doc] = field(default_factory=dict)
     """Open text messages: AG-UI id -> the ``TEXT_MESSAGE_START`` that opened it."""
-    streams: dict[str, _Stream] = field(default_factory=dict)
+    streams: dict[str, StreamedCall] = field(default_factory=dict)
     abandoned: dict[str, int] = field(default_factory=dict)
     """Post ids a stream opened and abandoned -> how many times."""
     calls: dict[str, Doc] = field(default_factory=dict)
@@ -173,7 +162,7 @@ class Messages:
         stream = self.streams.get(member)
         if stream is None or stream.channel != channel:
             out += self._abandon(member)
-            stream = self.streams[member] = _Stream(channel, inflight.position)
+            stream = self.streams[member] = StreamedCall(channel, inflight.position)
         stream.text += str(payload.get("chunk") or "")
         posts = streamed_posts(stream.text) or []
         for index, (room, text) in enumerate(posts):

@@ -134,13 +134,21 @@ def fixture_task(workflow_id: str, inputs: dict[str, Any]) -> str | None:
 
 
 async def _wait(turn: Turn) -> str:
-    """Wait ``delayMs`` from the task's JSON (the fixture's task holds its default)."""
+    """Wait ``delayMs`` from the task's JSON (the fixture's task holds its default).
+
+    The fixture is ``running`` for ``delayMs`` in all: a turn cut off by an immediate pause
+    and started again after ``:resume`` (or after a crash) waits only the rest, the time the
+    run was paused left out (:attr:`~wopdsl.Turn.elapsed_ms`).
+    """
     try:
-        delay = json.loads(turn.task)["delayMs"]
+        delay = int(json.loads(turn.task)["delayMs"])
     except (ValueError, KeyError, TypeError):
         delay = 1000
-    await asyncio.sleep(int(delay) / 1000)
-    return f"waited {delay} ms"
+    rest = max(0, delay - turn.elapsed_ms)
+    await asyncio.sleep(rest / 1000)
+    if rest == delay:
+        return f"waited {delay} ms"
+    return f"waited {delay} ms: {delay - rest} before the turn started again, {rest} after"
 
 
 def _proceed() -> str:

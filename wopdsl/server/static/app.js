@@ -5,6 +5,7 @@ import { oversize, renderRoster, renderStreams, renderTabs } from "./panels.js";
 import { foldTool, renderApprovals, renderToolCalls } from "./tools.js";
 import { concealed, foldDeliberation, renderDecisions, renderRound, roundOf, setupDeliberation } from "./deliberation.js";
 import { Completer, MessageWindow, el } from "./view.js";
+import { Typing, presenceLine, watchPresence } from "./presence.js";
 
 const $ = (id) => document.getElementById(id);
 const RECENT_KEY = "wopdsl.recent";
@@ -143,6 +144,7 @@ function newRun(runId) {
     current: null, live: new Map(), usage: new Map(), stream: null, snapTimer: null,
     pending: [], frame: 0, error: null,
     calls: new Map(), approvals: new Map(), deciding: new Set(), refused: new Map(),  // tools.js
+    presence: new Map(), watching: null, watchingAs: null, typing: new Typing(runId),  // presence.js
   };
 }
 
@@ -381,17 +383,50 @@ function renderComposer(run) {
   if (allowed.some((m) => m.id === keep)) sel.value = keep;
   sel.closest(".speaker").hidden = !allowed.length;
   const disabled = Boolean(why);
-  for (const id of ["speak-as", "text", "send"]) $(id).disabled = disabled;
+  for (const id of ["speak-as", "text", "send", "steer"]) $(id).disabled = disabled;
   $("composer-note").hidden = !disabled;
   $("composer-note").textContent = why;
+  watchAs(run, allowed.length ? sel.value : null);
+  renderPresence(run);
+}
+
+/** Be present as `member` (the page's person) and follow who else is here. */
+function watchAs(run, member) {
+  if (run.watchingAs === member) return;
+  if (run.watching) run.watching.close();
+  run.watchingAs = member;
+  run.presence.clear();
+  run.watching = member ? watchPresence(run.runId, member, (snap) => {
+    run.presence.set(snap.conversationId, snap);
+    renderPresence(run);
+  }) : null;
+}
+
+function renderPresence(run) {
+  const snap = run.presence.get(`${run.runId}:room:${run.current}`);
+  const line = presenceLine(snap, run.watchingAs);
+  $("presence").textContent = line;
+  $("presence").hidden = !line;
 }
 
 $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+$("steer").addEventListener("click", () => send({ steer: true }));
+$("speak-as").addEventListener("change", () => {  // another person at this page
+  if (!ui.run) return;
+  ui.run.typing.stopped();
+  watchAs(ui.run, $("speak-as").value);
+  renderPresence(ui.run);
+});
 $("text").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.defaultPrevented) { e.preventDefault(); send(); }
 });
+$("text").addEventListener("input", () => {
+  const run = ui.run;
+  if (run && !$("text").disabled) run.typing.typed(run.current, $("speak-as").value, $("text").value);
+});
 
-async function send() {
+/** Post the composer's text (`steer`: as a steering post that interrupts the members named). */
+async function send({ steer = false } = {}) {
   const run = ui.run;
   if (!run) return;
   const room = run.rooms.get(run.current);
@@ -400,13 +435,16 @@ async function send() {
   const mentions = [...new Set([...text.matchAll(/@([A-Za-z0-9_.-]+)/g)].map((m) => m[1]))]
     .filter((id) => room.members.includes(id));
   const member = $("speak-as").value;
+  const content = { text, mentions };
+  if (steer) content.steer = true;
   const body = { resumeValue: { operation: "exchange",
-    turn: { role: "user", speakerId: `host:${member}`, content: { text, mentions } } } };
-  $("send").disabled = true;
+    turn: { role: "user", speakerId: `host:${member}`, content } } };
+  $("send").disabled = $("steer").disabled = true;
   showError("refusal", null);
   try {
     await api("POST", `/v1/runs/${encodeURIComponent(run.runId)}/interrupts/${encodeURIComponent(`room:${room.id}`)}`, body);
-    $("text").value = "";
+    if ($("text").value === text) $("text").value = "";  // what was typed meanwhile stays
+    run.typing.stopped();
   } catch (err) {
     showError("refusal", err);
   } finally {

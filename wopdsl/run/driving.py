@@ -1,158 +1,30 @@
-"""``Run``: the handle UIs, notebooks and tests use on a run, here or in another process."""
+"""Driving a run: the engine that writes to it, waiting, posting, voting, pausing, cancelling."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wopdsl._lazy import load_entry_point
-from wopdsl._sync import run_sync
 from wopdsl.compile import compile
-from wopdsl.compile.graph import Compiles
 from wopdsl.engine import Engine, HumanInput, KeepAnswer, engine_for
 from wopdsl.engine.addressing import address, default_member
 from wopdsl.errors import RunBusy, RunNotFound, RunStateConflict, ValidationError
 from wopdsl.model.mentions import parse_mentions
 from wopdsl.model.spec import CouncilSpec
-from wopdsl.model.turns import Message
-from wopdsl.projections.log import EventLog
-from wopdsl.projections.metrics import RunMetrics, decisions_of, metrics_of
-from wopdsl.projections.notebook import run_html, run_markdown
-from wopdsl.projections.trace import export_configured, live_trace
-from wopdsl.projections.transcript import render_transcript
-from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.state import TERMINAL, CouncilState, RunStatus, build_snapshot
-from wopdsl.store import EventStore, open_store, require_run
+from wopdsl.projections.trace import live_trace
+from wopdsl.run.reading import STOPPED, RunReader
+from wopdsl.state import CouncilState, RunStatus
 
 if TYPE_CHECKING:
-    from wopdsl.projections.diff import RunDiff
     from wopdsl.projections.trace.live import LiveTrace
 
-__all__ = ["Compiles", "EventLog", "Run", "attach", "parse_mentions", "run_sync"]
-
-_STOPPED = frozenset({*TERMINAL, "waiting-input", "paused"})
-"""Statuses in which nothing is appended until someone acts."""
+__all__ = ["RunDriver"]
 
 
-class Run:
-    """A handle on one run: status, result, transcript, events, reply, pause, cancel, wait.
-
-    Works the same on a run executing in this process (``council.start()``) and on one
-    executing in another process that shares the store (:func:`attach`): it reads events.
-    """
-
-    def __init__(self, store: EventStore, run_id: str, *, engine: Engine | None = None,
-                 council: Compiles | None = None) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.council = council
-        self._engine = engine
-        self._state = CouncilState()
-        self._task: asyncio.Task[RunStatus] | None = None
-        self._started: asyncio.Event | None = None
-        self.events = EventLog(store, run_id, self._follow)
-        """The run's events (a sequence, and ``run.events(after)`` to follow live)."""
-        # Live tracing exports what happens after this (earlier spans are another's to send).
-        self._traced = store.last_sequence(run_id) if export_configured() else -1
-        self._live: LiveTrace | None = None  # one for all drives: no span is sent twice
-
-    # -- state, read from the log ----------------------------------------------------------
-
-    @property
-    def state(self) -> CouncilState:
-        """The folded state, caught up with the log (read-only; on a loop, :meth:`astate`)."""
-        engine = self._engine
-        if engine is not None:
-            # The engine driving this run here folds every event it appends: when nothing
-            # else was appended since (and none of its own is unsaved), its state is the
-            # fold of the log. Read through the engine each time: it re-folds into a new
-            # state object when an append fails.
-            shared = engine.state
-            if engine.settled and shared.last_sequence == self.store.last_sequence(self.run_id):
-                return shared
-        self._state.apply_all(self.store.read(self.run_id, self._state.last_sequence))
-        return self._state
-
-    @property
-    def status(self) -> RunStatus:
-        """The run status (``pending`` … ``waiting-input`` … ``completed``/``failed``)."""
-        return self.state.status
-
-    async def astate(self) -> CouncilState:
-        """:attr:`state`, read on a worker thread for a blocking store (PostgreSQL)."""
-        store, engine, state = self.store, self._engine, self._state
-        if not store.blocking:
-            return self.state
-        if engine is not None and engine.settled:  # As in ``state``.
-            shared = engine.state
-            if shared.last_sequence == await store.call(store.last_sequence, self.run_id) \
-                    and engine.settled and shared is engine.state:
-                return shared
-        events = await store.call(store.read, self.run_id, state.last_sequence)
-        # Another reader of this handle may have folded some of them meanwhile.
-        state.apply_all([e for e in events if e["sequence"] > state.last_sequence])
-        return state
-
-    async def astatus(self) -> RunStatus:
-        """:attr:`status`, never holding the event loop on a blocking store (PostgreSQL)."""
-        return (await self.astate()).status
-
-    @property
-    def result(self) -> dict[str, Any] | None:
-        """The council result (``{task, agents}``) once completed, else ``None``."""
-        state = self.state
-        return state.outputs if state.terminal == "completed" else None
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        """``{code, message}`` when the run failed."""
-        return self.state.error
-
-    @property
-    def messages(self) -> list[Message]:
-        """Every saved message, in saved order."""
-        return self.state.transcript_messages()
-
-    @property
-    def transcript(self) -> str:
-        """The stable plain-text transcript (what snapshot tests lock)."""
-        return render_transcript(self.state)
-
-    @property
-    def decisions(self) -> list[dict[str, Any]]:
-        """The council's decisions (DESIGN.md §22), as the operator sees them.
-
-        Each ``{id, room, question, open, voters, quorum, votes, tally, changed}``, plus
-        ``outcome`` and ``dissent`` (voters whose last vote lost, with their reasons) once
-        closed.
-        """
-        return decisions_of(self.state)
-
-    def metrics(self) -> RunMetrics:
-        """How the council deliberated: per member and per decision (``wop metrics``)."""
-        return metrics_of(self.store.read(self.run_id))
-
-    @property
-    def waiting_for(self) -> list[str]:
-        """Human members whose turn is requested."""
-        return self.state.waiting_for
-
-    def snapshot(self) -> dict[str, Any]:
-        """Return the OpenWOP v1 ``RunSnapshot`` of this run."""
-        return build_snapshot(self.state)
-
-    def diff(self, other: Run) -> RunDiff:
-        """Compare with ``other`` (any store): transcripts, speaking order, work, outcome.
-
-        The result prints as ``wop diff`` does, renders as HTML in a notebook and has
-        ``equal`` and ``to_json()``.
-        """
-        from wopdsl.projections.diff import diff_runs
-
-        return diff_runs(self.store.read(self.run_id), other.store.read(other.run_id))
+class RunDriver(RunReader):
+    """What a :class:`~wopdsl.Run` does: drive it here, follow it, and act on it."""
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -193,20 +65,28 @@ class Run:
         # Read the status and the position together: another process may append in between.
         state = await self.astate()
         status, after = state.status, state.last_sequence
-        if status in _STOPPED:
+        if status in STOPPED:
             # Already stopped: nothing is appended until someone acts, so return now.
             return status
         async for event in self.store.subscribe(self.run_id, after):
             if event["sequence"] >= await self.store.call(self.store.last_sequence, self.run_id):
                 status = await self.astatus()
-                if status in _STOPPED:
+                if status in STOPPED:
                     break
         return await self.astatus()
 
     async def wait(self) -> RunStatus:
         """Wait until the run completes, fails, is cancelled, waits for input or is paused."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
+        task = self._task
+        if task is not None:
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not task.cancelled() or (current is not None and current.cancelling()):
+                    raise  # This waiter was cancelled, not the run's driving task.
+                if self._landing is not None:  # A pause or cancel cut it: hear the status.
+                    await asyncio.shield(self._landing)
             return await self.astatus()
         return await self._watch()
 
@@ -221,12 +101,13 @@ class Run:
     async def reply(self, text: str = "", *, room: str | None = None, as_: str | None = None,
                     mentions: list[str] | None = None, operation: str = "exchange",
                     outcome: Any = None, resume: dict[str, Any] | None = None,
-                    answer: KeepAnswer | None = None) -> str | None:
+                    answer: KeepAnswer | None = None, steer: bool = False) -> str | None:
         """Post as a human member, or submit an external member's turn.
 
         ``@member`` in ``text`` becomes a mention. Every way in is checked the same at the
         door (RFC 0101 roster, role, room, mentions, size); a refused turn appends nothing
-        and the run keeps waiting.
+        and the run keeps waiting. A post is saved at once, even while turns run (their
+        batch takes it in when it settles).
 
         Args:
             text: The message text.
@@ -244,6 +125,9 @@ class Run:
                 overrides the above. A ``close`` keeps its ``turn`` as the closing turn.
             answer: For a host's request with an ``Idempotency-Key``: from the message id and
                 the run's status, the :class:`~wopdsl.store.Answer` kept with the turn.
+            steer: Steer (a person's post only): the members the post mentions (without
+                mentions, the room's members) stop their running turns at once and take
+                them again with the post among their triggers (docs/guides/steering.md).
 
         Returns:
             The saved message id (``None`` for ``close``).
@@ -261,7 +145,8 @@ class Run:
         entry = HumanInput(member=member, room=target, text=text,
                            mentions=tuple(mentions if mentions is not None
                                           else parse_mentions(text)),
-                           operation=operation, outcome=outcome, resume=resume, answer=answer)
+                           operation=operation, outcome=outcome, resume=resume, answer=answer,
+                           steer=steer)
         engine = await self._aengine()
         was_waiting = await self.astatus() == "waiting-input"
         message = await engine.post(entry)
@@ -342,7 +227,7 @@ class Run:
         landed (it waits for a batch this handle drives to settle first).
         """
         drove = was_waiting or (self._task is not None and self._task.done())
-        if drove and await self.astatus() not in _STOPPED:
+        if drove and await self.astatus() not in STOPPED:
             self._begin(start=False, follow_if_busy=True)
 
     async def cancel(self, reason: str = "cancelled by user") -> None:
@@ -351,10 +236,8 @@ class Run:
         A tool call in flight is let finish (within its ``timeout_ms``) and its result
         recorded before the run ends, so the log says what the tool did.
         """
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        await (await self._aengine()).cancel(reason)
+        engine = await self._aengine()
+        await self._cut(lambda: engine.cancel(reason))
 
     async def pause(self, reason: str = "paused by user", *, drain: bool = False) -> None:
         """Pause a running run (``run.paused``): no turn starts until :meth:`unpause`.
@@ -376,10 +259,23 @@ class Run:
             status = await self.astatus()
             if status != "running":  # Checked before any turn is cut off.
                 raise RunStateConflict(self.run_id, status, "paused")
-            task, self._task = self._task, None
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await self._cut(lambda: engine.pause(reason))
+            return
         await engine.pause(reason)
+
+    async def _cut(self, then: Callable[[], Awaitable[None]]) -> None:
+        """Stop this handle's driving task, then ``then()``; its waiters hear the status after."""
+        task, self._task = self._task, None
+        landing = self._landing = asyncio.get_running_loop().create_future()
+        try:
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            await then()
+        finally:
+            landing.set_result(None)
+            if self._landing is landing:
+                self._landing = None
 
     async def unpause(self) -> RunStatus:
         """Resume a paused run (``run.resumed {reason: "unpaused"}``) and drive it here.
@@ -421,21 +317,6 @@ class Run:
         for target in rooms:
             await self.reply(room=target, as_=member, operation="close", outcome=outcome)
 
-    async def _follow(self, after: int) -> AsyncIterator[RunEventDoc]:
-        store = self.store
-        async for event in store.subscribe(self.run_id, after):
-            yield event
-            if event["sequence"] >= await store.call(store.last_sequence, self.run_id) and \
-                    await self._stopped():
-                return
-
-    async def _stopped(self) -> bool:
-        if self._task is not None:
-            return self._task.done()
-        return await self.astatus() in _STOPPED
-
-    # -- helpers ---------------------------------------------------------------------------
-
     def _require_engine(self) -> Engine:
         """The engine that writes to this run, built on the first write (reads never need it)."""
         if self._engine is None:
@@ -461,106 +342,3 @@ class Run:
             graph = compile(CouncilSpec.model_validate(state.council), source=source,
                             base_dir=Path(source).resolve().parent if source else None)
         return engine_for(graph, self.store, self.run_id)
-
-    # -- sync twins, for scripts outside an event loop ----------------------------------------
-
-    def reply_sync(self, text: str = "", **options: Any) -> str | None:
-        """Synchronous twin of :meth:`reply`: post, then wait until the run stops again.
-
-        Takes the same arguments as :meth:`reply`. The run is driven in this call (to its
-        end, or until it waits for a person again), so the script may exit right after.
-        """
-
-        async def go() -> str | None:
-            message = await self.reply(text, **options)
-            await self.wait()
-            return message
-
-        return run_sync(go(), "reply_sync()", "await run.reply(...)")
-
-    def vote_sync(self, decision: str, choice: str | int | float, **options: Any) -> str | None:
-        """Synchronous twin of :meth:`vote`: vote, then wait until the run stops again."""
-
-        async def go() -> str | None:
-            message = await self.vote(decision, choice, **options)
-            await self.wait()
-            return message
-
-        return run_sync(go(), "vote_sync()", "await run.vote(...)")
-
-    def wait_sync(self) -> RunStatus:
-        """Synchronous twin of :meth:`wait`."""
-        return run_sync(self.wait(), "wait_sync()", "await run.wait()")
-
-    def resume_sync(self) -> RunStatus:
-        """Synchronous twin of :meth:`resume`."""
-        return run_sync(self.resume(), "resume_sync()", "await run.resume()")
-
-    def cancel_sync(self, reason: str = "cancelled by user") -> None:
-        """Synchronous twin of :meth:`cancel`."""
-        run_sync(self.cancel(reason), "cancel_sync()", "await run.cancel()")
-
-    def pause_sync(self, reason: str = "paused by user", *, drain: bool = False) -> None:
-        """Synchronous twin of :meth:`pause`."""
-        run_sync(self.pause(reason, drain=drain), "pause_sync()", "await run.pause()")
-
-    def unpause_sync(self) -> RunStatus:
-        """Synchronous twin of :meth:`unpause`: resume the run, then wait until it stops."""
-
-        async def go() -> RunStatus:
-            await self.unpause()
-            return await self.wait()
-
-        return run_sync(go(), "unpause_sync()", "await run.unpause()")
-
-    def close_sync(self, *, room: str | None = None, outcome: Any = None,
-                   as_: str | None = None) -> RunStatus:
-        """Synchronous twin of :meth:`close`: close, then wait until the run stops."""
-
-        async def go() -> RunStatus:
-            await self.close(room=room, outcome=outcome, as_=as_)
-            return await self.wait()
-
-        return run_sync(go(), "close_sync()", "await run.close(...)")
-
-    def show(self, **options: Any) -> Any:
-        """Display a live view of the run in Jupyter (needs the ``jupyter`` extra).
-
-        The view comes from the front end registered under the ``wopdsl.show`` entry point
-        (wopdsl's own: :func:`wopdsl.jupyter.show`, which takes ``tail`` and ``reply``), so
-        the run never imports the notebook layer. Returns that front end's view.
-
-        Raises:
-            ImportError: no live view is installed.
-        """
-        return load_entry_point(SHOW_ENTRY_POINTS, "run.show() needs the jupyter extra: pip "
-                                "install 'wopdsl[jupyter]'")(self, **options)
-
-    def _repr_html_(self) -> str:
-        return run_html(self.state)
-
-    def _repr_markdown_(self) -> str:
-        return run_markdown(self.state)
-
-    def __repr__(self) -> str:
-        return f"Run({self.run_id!r}, status={self.status!r})"
-
-
-SHOW_ENTRY_POINTS = "wopdsl.show"
-"""The entry-point group :meth:`Run.show` finds its live view in (``pyproject.toml``)."""
-
-
-def attach(store: str | os.PathLike[str] | EventStore | None, run_id: str,
-           council: Compiles | None = None) -> Run:
-    """Return a handle on a stored run (executing here, elsewhere, or finished).
-
-    Args:
-        store: A path, ``"memory:"`` or a store object (``None``: the default store).
-        run_id: The run.
-        council: The council to drive the run with (re-binds python handlers); by default
-            it is rebuilt from the log on the first write.
-
-    Raises:
-        RunNotFound: the store has no such run.
-    """
-    return Run(require_run(open_store(store), run_id), run_id, council=council)

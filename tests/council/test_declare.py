@@ -112,25 +112,6 @@ def test_sync_run_refuses_inside_a_running_loop():
     asyncio.run(inside())
 
 
-async def test_start_returns_at_once_and_wait_finishes():
-    run = decorated().start(store="memory:")
-    assert run.status in {"pending", "running"}
-    assert await run.wait() == "completed"
-
-
-async def test_reply_right_after_start_waits_for_the_opening_events():
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    run = wopdsl.load(root / "councils" / "conformance-multi-party-council.toml").start(
-        store="memory:")
-    members = ["conformance-council-a", "conformance-council-b", "conformance-council-c"]
-    for member in members:  # External members: the client submits their turns.
-        await run.reply(f"hi from {member}", as_=member)
-    assert await run.wait() == "completed"
-    assert [m.sender for m in run.messages] == members
-
-
 def test_user_code_may_name_post_rooms_by_keyword_or_wire_name():
     assert Post(room="r", text="t").room == "r"
     assert Post.model_validate({"roomId": "r", "text": "t"}).model_dump(by_alias=True) == {
@@ -157,35 +138,3 @@ def test_compile_is_reused_until_the_declaration_or_a_handler_changes(tmp_path):
     built.add_member("observer", role="observer", engine="human")
     assert built.compile() is not first
     assert list(built.compile().members) == ["writer", "reviewer", "observer"]
-
-
-def test_sync_twins_drive_a_waiting_run_to_its_end(tmp_path):
-    council = Council("ask", task="Name it.")
-    council.room("desk", members=["me", "namer"])
-    council.human("me")
-    council.add_member("namer", role="namer", engine="script", script=[
-        {"summary": "Asked.", "posts": [{"room": "desk", "text": "Which, @me?",
-                                         "mentions": ["me"]}]},
-        {"summary": "Named: {{ triggers[0].text }}"},
-    ])
-    db = tmp_path / "runs.db"
-    run = council.run(store=db)
-    assert run.status == "waiting-input"
-
-    # A script with no event loop: reply_sync posts and drives the run on to its end.
-    other = wopdsl.attach(db, run.run_id)
-    message = other.reply_sync("Falcon @namer", room="desk")
-
-    assert message == "team/me/2/0"
-    assert other.status == "completed"
-    assert wopdsl.attach(db, run.run_id).result["agents"][1]["result"]["summary"] == (
-        "Named: Falcon @namer")
-    assert other.wait_sync() == "completed"
-
-
-async def test_sync_twins_refuse_inside_an_event_loop(tmp_path):
-    run = await decorated().arun(store=tmp_path / "runs.db")
-    with pytest.raises(RuntimeError, match=r"use `await run.reply\(...\)`"):
-        run.reply_sync("hello")
-    with pytest.raises(RuntimeError, match=r"use `await run\.wait"):
-        run.wait_sync()
