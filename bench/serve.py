@@ -30,6 +30,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import socket
 import statistics
 import subprocess
@@ -142,11 +143,14 @@ async def _host_bench(args: argparse.Namespace, store: Path) -> dict[str, Any]:
         port = sock.getsockname()[1]
     env = {**os.environ, "BENCH_TURNS": str(args.turns), "BENCH_DELAY": str(args.delay)}
     env.pop("WOP_TOKENS", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "wopdsl", "serve", str(COUNCIL), "--port", str(port),
-         "--store", str(store), "--max-runs", str(args.runs * 2), "--max-subscribers",
-         str(args.runs * args.subscribers * 2), "--log-level", "warning"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The host's log goes to a file: a pipe nobody reads would stop the host once full.
+    log = store.with_suffix(".log")
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "wopdsl", "serve", str(COUNCIL), "--port", str(port),
+             "--store", str(store), "--max-runs", str(args.runs * 2), "--max-subscribers",
+             str(args.runs * args.subscribers * 2), "--log-level", "warning"],
+            env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         for _ in range(300):
             try:
@@ -169,15 +173,22 @@ async def _host_bench(args: argparse.Namespace, store: Path) -> dict[str, Any]:
         await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in streams)), 120)
         since[0] = time.time()
         cpu_before = _cpu_seconds(proc.pid)
+        spy = _py_spy(proc.pid, args.py_spy)
         posted = await _gather_limited(
             [lambda r=r: _request(port, "POST", f"/v1/runs/{r}/interrupts/room:track", GO)
              for r in run_ids], 32)
         assert all(status == 200 for status, _ in posted), posted[:3]
         await asyncio.wait_for(asyncio.gather(*tasks), 600)
         cpu = _cpu_seconds(proc.pid) - cpu_before
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
         rss = _vm_hwm(proc.pid)
         lasts = {r: (await _request(port, "GET", f"/v1/runs/{r}/events?lastSequence=0"))[1]
                  ["lastEventSeq"] for r in run_ids}
+    except BaseException:
+        print(f"host log (tail):\n{log.read_text(errors='replace')[-4000:]}", file=sys.stderr)
+        raise
     finally:
         proc.terminate()
         proc.wait(30)
@@ -230,6 +241,17 @@ async def _gather_limited(jobs: list[Any], limit: int) -> list[Any]:
     return await asyncio.gather(*(one(j) for j in jobs))
 
 
+def _py_spy(pid: int, out: Path | None) -> subprocess.Popen[bytes] | None:
+    """Sample the host with py-spy (``pip install py-spy``) into ``out`` until stopped."""
+    if out is None:
+        return None
+    beside = Path(sys.executable).parent / "py-spy"
+    return subprocess.Popen([str(beside) if beside.exists() else "py-spy", "record",
+                             "--pid", str(pid), "--rate", "200", "--format", "raw",
+                             "--nonblocking", "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -269,6 +291,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--mode", choices=("both", "host", "inprocess"), default="both")
+    parser.add_argument("--py-spy", type=Path, metavar="OUT",
+                        help="sample the host with py-spy during the measured phase (raw "
+                             "collapsed stacks; needs py-spy beside python or on PATH)")
     args = parser.parse_args()
     if args.quick:
         args.runs, args.subscribers, args.turns, args.delay = 5, 2, 3, 0.05

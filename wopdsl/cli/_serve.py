@@ -183,6 +183,9 @@ def cmd_serve(ctx: Context, args: argparse.Namespace) -> int:
                             http=guarded_protocol(limits, cap), backlog=backlog)
     throttle()  # After uvicorn set its loggers up: one line per condition per minute.
     server = _server_class(uvicorn)(config)
+    from wopdsl.server.collector import tune_collector
+
+    tune_collector()  # Start-up is done: freeze it, collect the young generation less often.
     server.run()
     if not server.started:
         raise CommandError("STORE_ERROR", f"could not serve on {args.host}:{args.port}",

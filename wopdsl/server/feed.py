@@ -15,7 +15,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -66,6 +66,7 @@ class Subscriber:
         self._ready = asyncio.Event()
         self.dropped = False
         """Whether the subscriber fell ``capacity`` events behind and was dropped."""
+        self._idle = _IdleTimer(self._ready)
 
     def push(self, frame: Frame) -> None:
         """Buffer ``frame`` (called by the feed); drop the subscriber when it is full."""
@@ -79,13 +80,15 @@ class Subscriber:
             self._buffer.append(frame)
         self._ready.set()
 
-    async def batches(self, after: int, idle: float | None = None
+    async def batches(self, after: int, idle: float | None = None,
+                      admits: Callable[[str], bool] | None = None
                       ) -> AsyncIterator[list[Frame] | None]:
         """Yield the frames after sequence ``after``, in batches: stored ones, then live ones.
 
         Each batch holds what is ready at once (one write to the client, not one per
         event). Yields ``None`` after ``idle`` seconds without an event (a keep-alive tick).
-        Ends after the run's terminal event, or when the subscriber is dropped.
+        ``admits`` keeps the frames of the event types it admits (the others are skipped).
+        Ends after the run's terminal event, or when the subscriber is dropped or stopped.
         """
         store, run_id = self.feed.store, self.feed.run_id
         cursor = after
@@ -97,12 +100,18 @@ class Subscriber:
         if self.dropped:
             return
         events = await store.call(store.read, run_id, cursor)
-        stored = [encode(event) for event in events]  # type: ignore[arg-type]
-        for start in range(0, len(stored), _CATCH_UP_BATCH):
-            batch = stored[start:start + _CATCH_UP_BATCH]
-            cursor = batch[-1].sequence
-            yield batch
-        if (stored and stored[-1].terminal) or await self._ended(cursor):
+        ended = bool(events) and events[-1]["type"] in TERMINAL_TYPES
+        if events:
+            cursor = events[-1]["sequence"]
+        stored = [encode(event) for event in events  # type: ignore[arg-type]
+                  if admits is None or admits(event["type"])]
+        # No local keeps the stored events once sent: the generator lives as long as the
+        # stream, and a run's first events (its declaration) are the largest.
+        del events
+        while stored:
+            yield stored[:_CATCH_UP_BATCH]
+            del stored[:_CATCH_UP_BATCH]
+        if ended or await self._ended(cursor):
             return
         while not self.dropped:
             batch = []
@@ -112,7 +121,8 @@ class Subscriber:
                 if frame.sequence <= cursor:
                     continue
                 cursor = frame.sequence
-                batch.append(frame)
+                if admits is None or admits(frame.type):
+                    batch.append(frame)
                 if frame.terminal:
                     ended = True
                     break
@@ -123,10 +133,9 @@ class Subscriber:
             self._ready.clear()
             if self._buffer:
                 continue
-            try:
-                async with asyncio.timeout(idle):
-                    await self._ready.wait()
-            except TimeoutError:
+            if idle is None:
+                await self._ready.wait()
+            elif await self._idle.wait(idle) and not self._buffer and not self.dropped:
                 yield None
 
     async def _ended(self, cursor: int) -> bool:
@@ -140,9 +149,65 @@ class Subscriber:
         tail = await store.call(store.read, run_id, last - 1)
         return bool(tail) and tail[-1]["type"] in TERMINAL_TYPES
 
+    def stop(self) -> None:
+        """End the frames (the host stops, the client went away, the store failed)."""
+        self.dropped = True
+        self._ready.set()
+
     def close(self) -> None:
         """Stop receiving (idempotent)."""
+        self._idle.cancel()
         self.feed.remove(self)
+
+
+class _IdleTimer:
+    """Wakes a subscriber that waited ``idle`` seconds for an event (a keep-alive is due).
+
+    One timer per subscriber, moved on lazily: a wait that ends with an event leaves it
+    armed, and when it fires during a later wait it re-arms for that wait's own deadline.
+    A busy stream so costs no timer per event (a per-wait timeout would create and cancel
+    one for every event of every stream).
+    """
+
+    __slots__ = ("_deadline", "_expired", "_handle", "_ready", "_waiting")
+
+    def __init__(self, ready: asyncio.Event) -> None:
+        self._ready = ready
+        self._deadline = 0.0
+        self._waiting = False
+        self._expired = False
+        self._handle: asyncio.TimerHandle | None = None
+
+    async def wait(self, idle: float) -> bool:
+        """Wait for ``ready``; return whether ``idle`` seconds passed first."""
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + idle
+        if self._handle is None:
+            self._handle = loop.call_at(self._deadline, self._fire, self._deadline)
+        self._waiting = True
+        try:
+            await self._ready.wait()
+        finally:
+            self._waiting = False
+        expired, self._expired = self._expired, False
+        return expired
+
+    def _fire(self, deadline: float) -> None:
+        self._handle = None
+        if not self._waiting:
+            return
+        if deadline == self._deadline:
+            self._expired = True
+            self._ready.set()
+        else:  # Armed for an earlier wait: this wait is due later.
+            loop = asyncio.get_running_loop()
+            self._handle = loop.call_at(self._deadline, self._fire, self._deadline)
+
+    def cancel(self) -> None:
+        """Disarm (the subscriber stopped)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 class RunFeed:
@@ -180,8 +245,7 @@ class RunFeed:
         except Exception as exc:  # The store failed: end every stream; clients reconnect.
             _log.warning("event feed of run %s stopped: %s", self.run_id, type(exc).__name__)
             for subscriber in list(self.subscribers):
-                subscriber.dropped = True
-                subscriber._ready.set()
+                subscriber.stop()
         finally:
             self.following.set()
 
@@ -252,6 +316,5 @@ class Feeds:
         feeds, self._feeds = list(self._feeds.values()), {}
         for feed in feeds:
             for subscriber in list(feed.subscribers):
-                subscriber.dropped = True
-                subscriber._ready.set()
+                subscriber.stop()
             await feed.stop()

@@ -20,12 +20,13 @@ from typing import Any, cast
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from wopdsl import EventStore
 from wopdsl.server.feed import TERMINAL_TYPES, Feeds, Frame, Subscriber
 from wopdsl.server.io import JSONResponse, dumps, want_int
 from wopdsl.server.modes import DEFAULT, Selection, in_updates
+from wopdsl.server.streaming import SubscriberStream
 from wopdsl.state import CouncilState, build_snapshot
 
 __all__ = ["events_json", "poll", "stream"]
@@ -63,9 +64,8 @@ def stream(feeds: Feeds, run_id: str, after: int, selection: Selection = DEFAULT
     """
     subscriber = feeds.subscribe(run_id)
     render = _Render(data or _stored, name or _same, snapshot or build_snapshot)
-    return StreamingResponse(
-        _frames(subscriber, after, feeds.limits.keepalive_s, selection, render),
-        media_type="text/event-stream",
+    return SubscriberStream(
+        subscriber, _frames(subscriber, after, feeds.limits.keepalive_s, selection, render),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
                  "Connection": "keep-alive"})
 
@@ -100,21 +100,23 @@ def _frame(sequence: int, event: bytes, data: bytes) -> bytes:
 
 
 async def _frames(subscriber: Subscriber, after: int, keepalive: float,
-                  selection: Selection, render: _Render) -> AsyncIterator[bytes]:
+                  selection: Selection, render: _Render) -> AsyncGenerator[bytes, None]:
     try:
         yield b"retry: 1000\n\n"
-        source = subscriber.batches(after, idle=keepalive)
         if selection.values:
-            async for chunk in _values(source, subscriber, after, render):
+            async for chunk in _values(subscriber.batches(after, idle=keepalive), subscriber,
+                                       after, render):
                 yield chunk
         else:
-            admitted = _admitted(source, selection)
+            admits = None if "debug" in selection.modes else selection.admits
+            source = subscriber.batches(after, idle=keepalive, admits=admits)
             if selection.buffer_ms:
-                async for window in windows(admitted, selection.buffer_ms / 1000):
+                async for window in windows(source, selection.buffer_ms / 1000):
                     yield _KEEPALIVE if window is None else render.batch(window)
             else:
-                async for batch in admitted:
+                async for batch in source:
                     yield _KEEPALIVE if batch is None else render.events(batch)
+                    del batch  # Not kept while the stream waits (a catch-up is large).
         if subscriber.dropped:
             yield _DROPPED
     finally:
@@ -122,16 +124,6 @@ async def _frames(subscriber: Subscriber, after: int, keepalive: float,
 
 
 _KEEPALIVE = b": keepalive\n\n"
-
-
-async def _admitted(source: AsyncIterator[list[Frame] | None], selection: Selection
-                    ) -> AsyncIterator[list[Frame] | None]:
-    """The batches with the frames ``selection`` admits (keep-alive ticks pass through)."""
-    async for batch in source:
-        if batch is None:
-            yield None
-        elif kept := [frame for frame in batch if selection.admits(frame.type)]:
-            yield kept
 
 
 async def _values(source: AsyncIterator[list[Frame] | None], subscriber: Subscriber,

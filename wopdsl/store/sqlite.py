@@ -8,7 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
@@ -17,11 +17,8 @@ from wopdsl.store._claims import claim_held, lock_run
 from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._sqlite_records import INSERT_ANSWER, SqliteRecords
-from wopdsl.store._wakeups import waiters_for
+from wopdsl.store._wakeups import Follower, waiters_for
 from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
-
-if TYPE_CHECKING:
-    import asyncio
 
 __all__ = ["SqliteStore"]
 
@@ -93,6 +90,7 @@ class SqliteStore(SqliteRecords, EventStore):
                 hint="pass --store (or WOP_STORE) pointing at a writable location",
             ) from exc
         self._waiters = waiters_for(self.path)
+        self._follower = Follower(self._waiters, self._data_version)
         self._fast_decode = True
         """Whether bodies may be read with orjson (layout 2 and later, see LAYOUT_VERSION)."""
         self._conn = self._connect()
@@ -280,26 +278,25 @@ class SqliteStore(SqliteRecords, EventStore):
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+        self._follower.close()
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
-        """Wait until the run has events after ``after``.
+        """Wait until the run may have events after ``after``.
 
-        Appends through any ``SqliteStore`` of this process wake the waiter at once; appends
-        by other processes are seen by a cheap poll every :attr:`poll_interval` seconds.
+        Appends through any ``SqliteStore`` of this process wake the waiter at once; commits
+        by other processes are seen within :attr:`poll_interval` by one cheap check for all
+        the waiters of this object on the loop (``wopdsl.store._wakeups.Watch``).
         """
-        import asyncio  # Here, not at import: asyncio is loaded once a loop runs.
+        await self._follower.wait(run_id, after, self.last_sequence, self.poll_interval)
 
-        loop = asyncio.get_running_loop()
-        while True:
-            future: asyncio.Future[None] = loop.create_future()
-            # Register before checking, so an append between the two is never missed.
-            self._waiters.add(loop, future, run_id)
+    def _data_version(self) -> int:
+        """A number that changes when another connection commits to the file."""
+        with self._lock:
             try:
-                if self.last_sequence(run_id) > after:
-                    return
-                await asyncio.wait((future,), timeout=self.poll_interval)
-            finally:
-                self._waiters.discard(future, run_id)
+                (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            except sqlite3.Error as exc:
+                raise self._failure(exc, "read") from exc
+        return int(version)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import orjson
 from ag_ui.core import RunAgentInput
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from wopdsl import CouncilState, Run
@@ -40,6 +40,7 @@ from wopdsl.server.agui.threads import Threads, thread_base
 from wopdsl.server.errors import ApiError
 from wopdsl.server.host import TERMINAL_STATUSES
 from wopdsl.server.io import read_body
+from wopdsl.server.streaming import SubscriberStream
 from wopdsl.server.turns import council_spec
 
 if TYPE_CHECKING:
@@ -72,9 +73,8 @@ class AguiApi:
             runs = await self.threads.runs(base)
             plan = await self._plan(request, given, council.id, base, runs, principal)
         subscriber = self.api.feeds.subscribe(plan.runs[-1])  # 503 when full: before 200.
-        return StreamingResponse(
-            frames(self.host.store, subscriber, plan, limits.keepalive_s),
-            media_type="text/event-stream",
+        return SubscriberStream(
+            subscriber, frames(self.host.store, subscriber, plan, limits.keepalive_s),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def _plan(self, request: Request, given: RunAgentInput, council_id: str, base: str,

@@ -11,7 +11,7 @@ again and gets a ``MESSAGES_SNAPSHOT`` of where the council is.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -55,7 +55,7 @@ def encode(doc: dict[str, Any]) -> bytes:
 
 
 async def frames(store: EventStore, subscriber: Subscriber, plan: Plan,
-                 keepalive: float) -> AsyncIterator[bytes]:
+                 keepalive: float) -> AsyncGenerator[bytes, None]:
     """The frames of ``plan``'s AG-UI run (``subscriber`` follows its council run)."""
     projection = AguiProjection(plan.thread)
     current = plan.runs[-1]
