@@ -146,14 +146,14 @@ class EventWriter:
                 return
             events, self._pending = self._pending, []
             try:
-                await self.store.call(self._append, events, answer)
+                await asyncio.to_thread(self._append, events, answer)
             except StoreUnavailable:
                 # Nothing can be read either: the drive stops, and the next one (the retry
                 # after the outage) folds the log again before it goes on.
                 self._outage = True
                 raise
             except BaseException:
-                self.state = await self.store.call(self._refolded)
+                self.state = await asyncio.to_thread(self._refolded)
                 raise
 
     def _refolded(self) -> CouncilState:
@@ -175,11 +175,11 @@ class EventWriter:
             with claim:
                 yield
             return
-        await self.store.call(claim.__enter__)
+        await asyncio.to_thread(claim.__enter__)
         try:
             yield
         finally:
-            await self.store.call(claim.__exit__, None, None, None)
+            await asyncio.to_thread(claim.__exit__, None, None, None)
 
     def _catch_up(self) -> None:
         self.state.apply_all(self.store.read(self.run_id, self.state.last_sequence))
@@ -195,7 +195,7 @@ class EventWriter:
         if not self._blocking:
             self._catch_up()
             return
-        events = await self.store.call(self.store.read, self.run_id, self.state.last_sequence)
+        events = await asyncio.to_thread(self.store.read, self.run_id, self.state.last_sequence)
         self.state.apply_all(events)
 
     # -- rooms -----------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from wopdsl.store import _pg_schema as sql
 from wopdsl.store._answers_sql import from_row
 from wopdsl.store._answers_sql import params as answer_params
 from wopdsl.store._codec import as_stored, encode_event
-from wopdsl.store._pg_calls import Workers
 from wopdsl.store._pg_claims import Claims, held_by_any
 from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
@@ -83,23 +82,13 @@ class PostgresStore(EventStore):
                                         label=repr(self))
         self._claims = Claims(self.target, self.schema)
         self._listener = Listener(self.target, self._channel)
-        self._workers = Workers("wopdsl-store")
         # A store nobody closed (``council.arun(store="postgresql://…")`` opens one for its
         # run) still closes its connections when it is collected or the process exits.
-        self._finalizer = weakref.finalize(self, _close_parts, self._workers, self._listener,
-                                           self._claims, self._connections)
+        self._finalizer = weakref.finalize(self, _close_parts, self._listener, self._claims,
+                                           self._connections)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.target.where!r})"
-
-    async def call(self, method: Callable[..., _T], *args: Any) -> _T:
-        """``method(*args)`` on one of the store's worker threads, never on the event loop.
-
-        Cheaper than ``asyncio.to_thread`` (see ``store/_pg_calls.py``): a drive's appends,
-        one per turn, run one after the other on the same thread.
-        """
-        result: _T = await self._workers.call(method, *args)
-        return result
 
     # -- claims ----------------------------------------------------------------------------
 
@@ -330,10 +319,8 @@ def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
     )
 
 
-def _close_parts(workers: Workers, listener: Listener, claims: Claims,
-                 connections: Connections) -> None:
-    """Close a store's connections (its listener, its claims' and its pool's); end its threads."""
-    workers.stop()
+def _close_parts(listener: Listener, claims: Claims, connections: Connections) -> None:
+    """Close a store's connections: its listener, its claims' and its pool's."""
     listener.stop()
     claims.close()
     connections.close()
