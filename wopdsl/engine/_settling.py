@@ -96,8 +96,8 @@ class Settling(Steering, Asks):
         if posts:
             model = getattr(self.graph.members[member].agent, "provenance", None)
             for index, post in enumerate(posts):
-                self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False, model=model)
+                self._post(post["roomId"], message_id(member, inflight.position, index),
+                           member, post["text"], post["mentions"], inflight.position, model)
 
     def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
         current = self.state.inflight.get(inflight.member, inflight)

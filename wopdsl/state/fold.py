@@ -14,6 +14,7 @@ from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import ASK_PREFIX, MEMBER_TYPE_ID, turn_sender
 from wopdsl.state import lifecycle
 from wopdsl.state.asks import AskState
+from wopdsl.state.ids import exchange_member, position_of
 from wopdsl.state.records import (
     Chair,
     DecisionState,
@@ -266,29 +267,38 @@ class CouncilState(StateViews):
         content = turn.get("content") or {}
         if not isinstance(content, dict):
             content = {"text": str(content)}
-        mentions = list(content.get("mentions", []))
         message_id = turn["messageId"]
-        position = _position_of(message_id)
-        message = new_message(message_id, room.id, turn_sender(turn), content.get("text", ""),
-                              mentions, position)
+        self.save_message(room, message_id, turn_sender(turn), content.get("text", ""),
+                          list(content.get("mentions", [])), position_of(message_id),
+                          queue=queue, steer=steer)
+
+    def save_message(self, room: RoomState, message_id: str, sender: str, text: str,
+                     mentions: list[str], position: int, *, queue: bool = True,
+                     steer: bool = False) -> None:
+        """Save a message of ``room`` and queue whom it requests (what folding its turn does).
+
+        The engine calls it directly for the posts it writes (``EventWriter._post``), with
+        the fields it built the turn from; ``mentions`` becomes the message's own list.
+        """
+        message = new_message(message_id, room.id, sender, text, mentions, position)
         self.order[message_id] = len(self.messages)
-        size = len(message.text) + len(message_id) + 64 + 16 * len(mentions)
+        size = len(text) + len(message_id) + 64 + 16 * len(mentions)
         self.sizes[message_id] = size
         self.messages[message_id] = message
         room.messages.append(message)
         room.sizes.append(size)
         if room.blind and queue:  # A blind round's posts, by sender (see RoomState.hidden_from).
-            room.round_posts.setdefault(message.sender, []).append(message)
+            room.round_posts.setdefault(sender, []).append(message)
         if queue and mentions:
-            sender = self.members.get(message.sender)
+            member = self.members.get(sender)
             ask = self.asks.answered_by(room.id, mentions) if self.asks.open and \
-                sender is not None and sender.awaited else None
+                member is not None and member.awaited else None
             if ask is not None:  # The post is the asking member's input, not a request.
                 mentions = [m for m in mentions if m != ask.member]
         if queue and steer:
-            self._steer(room, message.sender, message_id, mentions)
+            self._steer(room, sender, message_id, mentions)
         elif queue and mentions:
-            self._request(room, message.sender, message_id, mentions)
+            self._request(room, sender, message_id, mentions)
 
     def _closed(self, event: RunEventDoc) -> None:
         room = self._room_of(event)
@@ -356,20 +366,6 @@ def _pause_gc(events: Iterable[RunEventDoc]) -> bool:
         gc.disable()
         return True
     return False
-
-
-def exchange_member(key: str) -> str:
-    """The member of a ``conversation.exchange`` interrupt key ``{cid}:exchange:{member}:{n}``."""
-    _, sep, tail = key.rpartition(":exchange:")
-    return tail.partition(":")[0] if sep else ""
-
-
-def _position_of(message_id: str) -> int:
-    parts = message_id.split("/")
-    try:
-        return int(parts[-2])
-    except (IndexError, ValueError):
-        return 0
 
 
 _HANDLERS: dict[str, Callable[[CouncilState, RunEventDoc], None]] = {
