@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MakeCouncil
+from tests.engine.deliberation_council import build
 from tests.engine.helpers import reply, say
-from wopdsl import CouncilState, Message, Turn
+from wopdsl import CouncilState, Message, Run, Turn
 
 
 @pytest.fixture
@@ -74,12 +75,31 @@ async def test_the_engines_state_is_the_fold_of_its_log(
     }, waiting=["two", "three"])
     run = await council.arun(store=str(db_path), run_id="folded")
     assert run.status == "completed"
+    _assert_state_is_the_fold(run)
 
+
+async def test_a_deliberating_councils_state_is_the_fold_of_its_log(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """Two blind, anonymous rounds with votes, a chair and two turns at once: the turns'
+    dispatch, completion and posts written and folded in one step leave the fold's state."""
+    council = build(tmp_path / "calls.txt", 0.0)
+    run = await council.arun(store=str(db_path), run_id="deliberated")
+    assert run.status == "completed"
+    state = run.state
+    assert state.decisions["ship"].closed and len(state.decisions["ship"].history) == 6
+    assert state.batch < 7 and state.rooms["board"].blind  # batches of two turns ran
+    _assert_state_is_the_fold(run)
+
+
+def _assert_state_is_the_fold(run: Run) -> None:
     live = run.state
     folded = CouncilState.fold(run.store.read(run.run_id))
     run.store.close()
-
+    assert live.messages and live.last_sequence == folded.last_sequence
     for name in (f.name for f in fields(CouncilState)):
         assert getattr(live, name) == getattr(folded, name), name
         assert repr(getattr(live, name)) == repr(getattr(folded, name)), name
     assert live == folded
+    for message_id, message in live.messages.items():  # Their own lists, not the log's.
+        assert message.mentions is not folded.messages[message_id].mentions

@@ -185,17 +185,18 @@ class CouncilState(StateViews):
                     current.steered in payload.get("triggers", ()):
                 current.steered = None  # Restarted with the post in front of it.
             return
-        position = payload["position"]
+        self.start_turn(member, payload["position"], payload.get("attempt", 0),
+                        payload["turn"] if "turn" in payload else self.members[member].turns + 1,
+                        list(payload.get("triggers", ())), payload.get("batch", 0),
+                        event["sequence"], event["timestamp"])
+
+    def start_turn(self, member: str, position: int, attempt: int, turn: int,
+                   triggers: list[str], batch: int, sequence: int, began: str) -> None:
+        """A new turn of ``member`` is in flight (its ``node.started``, not a retry's)."""
         self.queue.pop(member, None)
-        self.inflight[member] = Inflight(
-            member,
-            position,
-            payload.get("attempt", 0),
-            payload["turn"] if "turn" in payload else self.members[member].turns + 1,
-            list(payload.get("triggers", ())),
-            since=event["sequence"], began=event["timestamp"], began_paused_ms=self.paused_total_ms,
-        )
-        batch = payload.get("batch", 0)
+        self.inflight[member] = Inflight(member, position, attempt, turn, triggers,
+                                         since=sequence, began=began,
+                                         began_paused_ms=self.paused_total_ms)
         if batch > self.batch:
             self.batch = batch
         if position >= self.next_position:
@@ -213,17 +214,21 @@ class CouncilState(StateViews):
         if room is not None:
             room.gate_done = True
             return
-        turn = self.inflight.get(event["payload"].get("nodeId", ""))
-        member = self._finish(event)
+        payload = event["payload"]
+        self.complete_turn(payload.get("nodeId", ""), payload.get("outputs"))
+
+    def complete_turn(self, node: str, outputs: Any) -> None:
+        """Member ``node``'s turn in flight ended with ``outputs`` (its ``node.completed``)."""
+        turn = self.inflight.get(node)
+        member = self._finish(node)
         if member is not None and turn is not None:
-            outputs = event["payload"].get("outputs")
             member.result = outputs
             member.failed = False
             if self.decisions and isinstance(outputs, dict) and "votes" in outputs:
                 self._cast(member.id, outputs["votes"], turn.position)
 
     def _node_failed(self, event: RunEventDoc) -> None:
-        member = self._finish(event)
+        member = self._finish(event["payload"].get("nodeId", ""))
         if member is not None:
             member.failed = True
             error = event["payload"].get("error")
@@ -232,8 +237,7 @@ class CouncilState(StateViews):
     def _node_cancelled(self, event: RunEventDoc) -> None:
         self.inflight.pop(event["payload"].get("nodeId", ""), None)
 
-    def _finish(self, event: RunEventDoc) -> MemberState | None:
-        node = event["payload"].get("nodeId", "")
+    def _finish(self, node: str) -> MemberState | None:
         turn = self.inflight.pop(node, None)
         if turn is None:
             return None
