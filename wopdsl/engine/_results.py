@@ -145,7 +145,7 @@ def post_problem(
         if target not in room.member_set and target != "all":
             return (f"mention '@{target}' is not a member of room '{room_id}' "
                     f"({', '.join(room.members)})")
-    if not _is_unicode(text):
+    if not text.isascii() and not _is_unicode(text):  # (ASCII, the common case: no call)
         return "text is not valid Unicode (a lone surrogate, e.g. from undecodable bytes)"
     if state.rooms[room_id].closed:
         return f"the conversation of room '{room_id}' is closed"
@@ -222,7 +222,8 @@ def result_estimate(result: dict[str, Any]) -> int | None:
 def _check_output_size(result: dict[str, Any], limit: int, member_id: str) -> None:
     estimate = result_estimate(result)
     if estimate is not None and estimate * 6 < limit:
-        if not _is_unicode(result["summary"]):
+        summary = result["summary"]
+        if not summary.isascii() and not _is_unicode(summary):
             raise TurnError("RESULT_INVALID", f"{member_id}: summary is not valid Unicode "
                             "(a lone surrogate)")
         return
