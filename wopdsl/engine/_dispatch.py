@@ -74,10 +74,16 @@ class Dispatch(Batches, Deliberation):
             return None
         number = state.batch + 1
         for member_id in chosen:
-            self._emit("node.started", p.member_started(
-                member_id, attempt=0, turn=state.members[member_id].turns + 1,
-                position=state.next_position, triggers=list(state.queue[member_id]),
-                batch=number), node_id=member_id)
+            turn, position = members[member_id].turns + 1, state.next_position
+            triggers = list(queue[member_id])
+            # Written and folded in one step (what _emit does, without looking the fold up).
+            event = self._event("node.started", p.member_started(
+                member_id, attempt=0, turn=turn, position=position, triggers=triggers,
+                batch=number), member_id, None)
+            state.last_sequence = event["sequence"]
+            state.start_turn(member_id, position, 0, turn, list(triggers), number,
+                             event["sequence"], event["timestamp"])
+            self._pending.append(event)
         # Committed before running (by the caller): after a crash the turn must be retried,
         # not forgotten.
         return [state.inflight[m] for m in chosen]

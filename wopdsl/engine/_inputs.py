@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from wopdsl.agents.base import turn_context
 from wopdsl.compile.graph import CompiledMember
@@ -23,27 +24,28 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
     ``peers``.
     """
     spec = member.spec
-    mstate = state.members[spec.id]
+    member_id = inflight.member  # spec.id, without reading a pydantic attribute
+    mstate = state.members[member_id]
     result = mstate.result
     terms: int | None
     peers: dict[str, dict[str, list[str]]] = {}
     if member.masked:  # A blind or anonymous room: seen as DESIGN.md §22 says.
-        messages, triggers = perspective(state, spec.id, member.rooms, inflight.triggers)
+        messages, triggers = perspective(state, member_id, member.rooms, inflight.triggers)
         terms = None
-        peers = peer_views(state, spec.id, member.rooms)
+        peers = peer_views(state, member_id, member.rooms)
         if peers:
-            result = seen_result(state, spec.id, result)
+            result = seen_result(state, member_id, result)
     else:
         messages, terms = _seen_messages(state, member.rooms, inflight.triggers)
         triggers = [state.messages[t] for t in inflight.triggers]
-    decisions = decision_views(state, spec.id) if deliberates and state.decisions else []
-    rounds = state.round_views(spec.id) if deliberates else {}
-    brief = spec.brief
+    decisions = decision_views(state, member_id) if deliberates and state.decisions else []
+    rounds = state.round_views(member_id) if deliberates else {}
+    brief, role = spec.brief, spec.role
     if "{" in brief:
         context = {
             "task": state.task,
-            "member": spec.id,
-            "role": spec.role,
+            "member": member_id,
+            "role": role,
             "turn": inflight.turn,
             "result": result,
             "messages": [m.to_wire() for m in messages],
@@ -63,12 +65,13 @@ def build_turn(state: CouncilState, member: CompiledMember, inflight: Inflight,
         except Exception as exc:
             raise TurnError(
                 "validation_error",
-                f"the brief of {spec.id} failed to render ({type(exc).__name__}: {exc}); "
+                f"the brief of {member_id} failed to render ({type(exc).__name__}: {exc}); "
                 "fix the brief template",
             ) from None
-    turn = new_turn(state.task, spec.id, spec.role, brief, inflight.turn, result,
+    turn = new_turn(state.task, member_id, role, brief, inflight.turn, result,
                     messages, triggers, decisions, rounds, peers, inflight.elapsed_ms)
-    _check_input_size(turn, member.max_input_bytes, state.sizes, terms)
+    _check_input_size(turn, member.max_input_bytes, state.sizes, terms,
+                      len(state.task) + len(brief), result)
     return turn
 
 
@@ -104,8 +107,10 @@ def _seen_messages(state: CouncilState, rooms: tuple[str, ...],
     return sorted(picked.values(), key=lambda m: order[m.id]), None
 
 
-def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int],
-                      terms: int | None = None) -> None:
+def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int], terms: int | None,
+                      fixed: int, result: dict[str, Any] | None) -> None:
+    # ``fixed`` (the task's and the brief's length) and ``result`` are the turn's, passed
+    # in: reading them back from the Turn model costs more than the estimate.
     # An upper bound first: exact JSON sizing is only worth it when the input may be large.
     # Each message's term (its text, id and mentions, see CouncilState.sizes) is computed
     # once when it is saved, not once per turn that sees it.
@@ -115,12 +120,12 @@ def _check_input_size(turn: Turn, limit: int, sizes: dict[str, int],
         except KeyError:  # A state built by hand: size its messages here.
             terms = sum(len(m.text) + len(m.id) + 64 + 16 * len(m.mentions)
                         for m in turn.messages)
-    estimate = len(turn.task) + len(turn.brief) + 4 * terms
-    if turn.result is not None:
+    estimate = fixed + 4 * terms
+    if result is not None:
         # The previous result: a canonical one is sized without encoding it, with the same
         # margin as the messages (escapes and UTF-8 may take up to 6 bytes per character).
-        known = result_estimate(turn.result)
-        estimate += len(json.dumps(turn.result)) if known is None else 4 * known
+        known = result_estimate(result)
+        estimate += len(json.dumps(result)) if known is None else 4 * known
     if estimate * 4 < limit:
         return
     size = len(json.dumps(turn_context(turn), ensure_ascii=False).encode())

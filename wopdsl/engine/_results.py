@@ -27,16 +27,17 @@ def check_result(
     in one post is kept once, as in a person's post. ``data`` must be JSON every reader of
     the log can serve (``wopdsl.protocol.bounds``).
     """
-    result = _normalise(raw, member.id)
+    member_id = member.id  # (a pydantic attribute: read once)
+    result = _normalise(raw, member_id)
     if "data" in result:
         bad = json_problem(result["data"])
         if bad is not None:
             field = field_path("data", bad[0])
-            raise TurnError("RESULT_INVALID", f"{member.id} returned {field}: {bad[1]}",
+            raise TurnError("RESULT_INVALID", f"{member_id} returned {field}: {bad[1]}",
                             {"field": field})
     posts = result.get("posts", [])
     if state.aliases and posts:
-        posts = [_unaliased(graph, state, member.id, post) for post in posts]
+        posts = [_unaliased(graph, state, member_id, post) for post in posts]
         result = {**result, "posts": posts}
     for post in posts:
         if len(post["mentions"]) > 1 and len(set(post["mentions"])) != len(post["mentions"]):
@@ -45,14 +46,14 @@ def check_result(
             result = {**result, "posts": posts}
             break
     for index, post in enumerate(posts):
-        problem = post_problem(graph, state, member.id, post["roomId"], post["text"],
+        problem = post_problem(graph, state, member_id, post["roomId"], post["text"],
                                post["mentions"])
         if problem:
-            raise TurnError("RESULT_INVALID", f"{member.id}: posts[{index}]: {problem}",
+            raise TurnError("RESULT_INVALID", f"{member_id}: posts[{index}]: {problem}",
                             {"post": index})
     if "votes" in result:
-        result = {**result, "votes": checked_votes(state, member.id, result["votes"])}
-    _check_output_size(result, member.max_output_bytes, member.id)
+        result = {**result, "votes": checked_votes(state, member_id, result["votes"])}
+    _check_output_size(result, member.max_output_bytes, member_id)
     return result
 
 
@@ -144,7 +145,7 @@ def post_problem(
         if target not in room.member_set and target != "all":
             return (f"mention '@{target}' is not a member of room '{room_id}' "
                     f"({', '.join(room.members)})")
-    if not _is_unicode(text):
+    if not text.isascii() and not _is_unicode(text):  # (ASCII, the common case: no call)
         return "text is not valid Unicode (a lone surrogate, e.g. from undecodable bytes)"
     if state.rooms[room_id].closed:
         return f"the conversation of room '{room_id}' is closed"
@@ -221,7 +222,8 @@ def result_estimate(result: dict[str, Any]) -> int | None:
 def _check_output_size(result: dict[str, Any], limit: int, member_id: str) -> None:
     estimate = result_estimate(result)
     if estimate is not None and estimate * 6 < limit:
-        if not _is_unicode(result["summary"]):
+        summary = result["summary"]
+        if not summary.isascii() and not _is_unicode(summary):
             raise TurnError("RESULT_INVALID", f"{member_id}: summary is not valid Unicode "
                             "(a lone surrogate)")
         return

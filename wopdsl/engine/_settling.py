@@ -91,13 +91,18 @@ class Settling(Steering, Asks):
     def _completed(self, inflight: Inflight, outcome: dict[str, Any]) -> None:
         """``node.completed`` of a turn, then each of its posts (``conversation.exchanged``)."""
         member = inflight.member
-        self._emit("node.completed", {"nodeId": member, "outputs": outcome}, node_id=member)
+        # Written and folded in one step (what _emit does, without looking the fold up).
+        event = self._event("node.completed", {"nodeId": member, "outputs": outcome}, member,
+                            None)
+        self.state.last_sequence = event["sequence"]
+        self.state.complete_turn(member, outcome)
+        self._pending.append(event)
         posts = outcome.get("posts")
         if posts:
             model = getattr(self.graph.members[member].agent, "provenance", None)
             for index, post in enumerate(posts):
-                self._exchange(post["roomId"], message_id(member, inflight.position, index),
-                               member, post["text"], post["mentions"], human=False, model=model)
+                self._post(post["roomId"], message_id(member, inflight.position, index),
+                           member, post["text"], post["mentions"], inflight.position, model)
 
     def _retryable(self, inflight: Inflight, error: TurnError) -> bool:
         current = self.state.inflight.get(inflight.member, inflight)

@@ -80,8 +80,16 @@ class EventWriter:
 
     def _emit(self, type_: str, payload: dict[str, Any], *, node_id: str | None = None,
               causation: str | None = None) -> RunEventDoc:
-        state = self.state
-        sequence = state.last_sequence + 1
+        event = self._event(type_, payload, node_id, causation)
+        # Applied at once so later events of the same step see it; made durable by _flush.
+        self.state.apply(event)
+        self._pending.append(event)
+        return event
+
+    def _event(self, type_: str, payload: dict[str, Any], node_id: str | None,
+               causation: str | None) -> RunEventDoc:
+        """The next event of the run (the caller folds it, then adds it to ``_pending``)."""
+        sequence = self.state.last_sequence + 1
         event: RunEventDoc = {
             "eventId": event_id(self.run_id, sequence),
             "runId": self.run_id,
@@ -95,9 +103,6 @@ class EventWriter:
             event["nodeId"] = node_id
         if causation:
             event["causationId"] = causation
-        # Applied at once so later events of the same step see it; made durable by _flush.
-        state.apply(event)
-        self._pending.append(event)
         return event
 
     def _timestamp(self, ms: int) -> str:
@@ -234,6 +239,34 @@ class EventWriter:
             raise ValidationError(f"speaker {sender} is not a participant of room '{room_id}'")
         self._emit("conversation.exchanged", p.conversation_exchanged(room.conversation_id, turn),
                    node_id=p.room_node_id(room_id), causation=room.last_event_id)
+
+    def _post(self, room_id: str, mid: str, sender: str, text: str, mentions: list[str],
+              position: int, model: dict[str, str] | None) -> None:
+        """A member's checked post: :meth:`_exchange` and the fold of its event in one step.
+
+        Writes the same event as ``_exchange(..., human=False)`` and leaves the state as
+        folding it would (``CouncilState.save_message`` with the fields the turn was built
+        from), without reading them back out of the event.
+        """
+        state = self.state
+        room = state.rooms[room_id]
+        if room.closed:
+            raise ValidationError(f"conversation of room '{room_id}' is closed",
+                                  hint="no turn may follow conversation.closed")
+        index = room.turn_index + 1
+        turn = p.post_turn(mid, sender, human=False, text=text, mentions=mentions,
+                           ts=self._ms(), index=index, room_id=room_id, model=model)
+        if turn["speakerId"] not in self._roster(room_id):
+            # Fail closed (RFC 0101 §Security): never append an unattributed agent turn.
+            raise ValidationError(f"speaker {sender} is not a participant of room '{room_id}'")
+        event = self._event("conversation.exchanged",
+                            p.conversation_exchanged(room.conversation_id, turn),
+                            p.room_node_id(room_id), room.last_event_id)
+        state.last_sequence = event["sequence"]
+        room.turn_index = index
+        room.last_event_id = event["eventId"]
+        state.save_message(room, mid, sender, text, list(mentions), position)
+        self._pending.append(event)
 
     def _note(self, room_id: str, text: str, **facts: Any) -> None:
         """A ``system`` turn in the room's conversation carrying ``facts`` in its content."""

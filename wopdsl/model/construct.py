@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["new_message", "new_turn"]
 
 _set: Final = object.__setattr__
+_new: Final = object.__new__
+"""``Model.__new__`` without the lookup through pydantic's metaclass ``__getattr__`` hook."""
 
 MessageMaker = Callable[[str, str, str, str, list[str], int], "Message"]
 TurnMaker = Callable[[str, str, str, str, int, "dict[str, Any] | None", "list[Message]",
@@ -51,7 +53,7 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
 
     def direct_message(id: str, room: str, sender: str, text: str,
                        mentions: list[str], position: int) -> Message:
-        message = Message.__new__(Message)
+        message = _new(Message)
         _set(message, "__dict__", {"id": id, "room": room, "sender": sender, "text": text,
                                    "mentions": mentions, "position": position})
         set_fields(message, set(message_fields))
@@ -69,7 +71,7 @@ def _makers() -> tuple[MessageMaker, TurnMaker]:
                     triggers: list[Message], decisions: list[dict[str, Any]],
                     rounds: dict[str, dict[str, Any]],
                     peers: dict[str, dict[str, list[str]]], elapsed_ms: int) -> Turn:
-        model = Turn.__new__(Turn)
+        model = _new(Turn)
         _set(model, "__dict__", {"task": task, "member": member, "role": role, "brief": brief,
                                  "turn": turn, "result": result, "messages": messages,
                                  "triggers": triggers, "decisions": decisions,

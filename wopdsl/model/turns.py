@@ -74,16 +74,22 @@ class Reply(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """Return the JSON result shape (``roomId`` keys, no ``data`` when it is null)."""
-        out: dict[str, Any] = {"summary": self.summary}
-        if self.data is not None:
-            out["data"] = self.data
-        if self.posts:
-            out["posts"] = [
-                {"roomId": p.room, "text": p.text, "mentions": list(p.mentions)} for p in self.posts
-            ]
-        if self.votes:
+        # Fields read from each model's __dict__: an attribute of a pydantic model costs a
+        # lookup through its __getattr__ hook, and this runs on every turn.
+        fields = self.__dict__
+        out: dict[str, Any] = {"summary": fields["summary"]}
+        if fields["data"] is not None:
+            out["data"] = fields["data"]
+        posts = fields["posts"]
+        if posts:
+            out["posts"] = wire = []
+            for post in posts:
+                values = post.__dict__
+                wire.append({"roomId": values["room"], "text": values["text"],
+                             "mentions": list(values["mentions"])})
+        if fields["votes"]:
             out["votes"] = [{"decision": v.decision, "choice": v.choice, "reason": v.reason}
-                            for v in self.votes]
+                            for v in fields["votes"]]
         return out
 
 

@@ -14,6 +14,7 @@ from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.protocol.payloads import ASK_PREFIX, MEMBER_TYPE_ID, turn_sender
 from wopdsl.state import lifecycle
 from wopdsl.state.asks import AskState
+from wopdsl.state.ids import exchange_member, position_of
 from wopdsl.state.records import (
     Chair,
     DecisionState,
@@ -184,17 +185,18 @@ class CouncilState(StateViews):
                     current.steered in payload.get("triggers", ()):
                 current.steered = None  # Restarted with the post in front of it.
             return
-        position = payload["position"]
+        self.start_turn(member, payload["position"], payload.get("attempt", 0),
+                        payload["turn"] if "turn" in payload else self.members[member].turns + 1,
+                        list(payload.get("triggers", ())), payload.get("batch", 0),
+                        event["sequence"], event["timestamp"])
+
+    def start_turn(self, member: str, position: int, attempt: int, turn: int,
+                   triggers: list[str], batch: int, sequence: int, began: str) -> None:
+        """A new turn of ``member`` is in flight (its ``node.started``, not a retry's)."""
         self.queue.pop(member, None)
-        self.inflight[member] = Inflight(
-            member,
-            position,
-            payload.get("attempt", 0),
-            payload["turn"] if "turn" in payload else self.members[member].turns + 1,
-            list(payload.get("triggers", ())),
-            since=event["sequence"], began=event["timestamp"], began_paused_ms=self.paused_total_ms,
-        )
-        batch = payload.get("batch", 0)
+        self.inflight[member] = Inflight(member, position, attempt, turn, triggers,
+                                         since=sequence, began=began,
+                                         began_paused_ms=self.paused_total_ms)
         if batch > self.batch:
             self.batch = batch
         if position >= self.next_position:
@@ -212,17 +214,21 @@ class CouncilState(StateViews):
         if room is not None:
             room.gate_done = True
             return
-        turn = self.inflight.get(event["payload"].get("nodeId", ""))
-        member = self._finish(event)
+        payload = event["payload"]
+        self.complete_turn(payload.get("nodeId", ""), payload.get("outputs"))
+
+    def complete_turn(self, node: str, outputs: Any) -> None:
+        """Member ``node``'s turn in flight ended with ``outputs`` (its ``node.completed``)."""
+        turn = self.inflight.get(node)
+        member = self._finish(node)
         if member is not None and turn is not None:
-            outputs = event["payload"].get("outputs")
             member.result = outputs
             member.failed = False
             if self.decisions and isinstance(outputs, dict) and "votes" in outputs:
                 self._cast(member.id, outputs["votes"], turn.position)
 
     def _node_failed(self, event: RunEventDoc) -> None:
-        member = self._finish(event)
+        member = self._finish(event["payload"].get("nodeId", ""))
         if member is not None:
             member.failed = True
             error = event["payload"].get("error")
@@ -231,8 +237,7 @@ class CouncilState(StateViews):
     def _node_cancelled(self, event: RunEventDoc) -> None:
         self.inflight.pop(event["payload"].get("nodeId", ""), None)
 
-    def _finish(self, event: RunEventDoc) -> MemberState | None:
-        node = event["payload"].get("nodeId", "")
+    def _finish(self, node: str) -> MemberState | None:
         turn = self.inflight.pop(node, None)
         if turn is None:
             return None
@@ -266,29 +271,38 @@ class CouncilState(StateViews):
         content = turn.get("content") or {}
         if not isinstance(content, dict):
             content = {"text": str(content)}
-        mentions = list(content.get("mentions", []))
         message_id = turn["messageId"]
-        position = _position_of(message_id)
-        message = new_message(message_id, room.id, turn_sender(turn), content.get("text", ""),
-                              mentions, position)
+        self.save_message(room, message_id, turn_sender(turn), content.get("text", ""),
+                          list(content.get("mentions", [])), position_of(message_id),
+                          queue=queue, steer=steer)
+
+    def save_message(self, room: RoomState, message_id: str, sender: str, text: str,
+                     mentions: list[str], position: int, *, queue: bool = True,
+                     steer: bool = False) -> None:
+        """Save a message of ``room`` and queue whom it requests (what folding its turn does).
+
+        The engine calls it directly for the posts it writes (``EventWriter._post``), with
+        the fields it built the turn from; ``mentions`` becomes the message's own list.
+        """
+        message = new_message(message_id, room.id, sender, text, mentions, position)
         self.order[message_id] = len(self.messages)
-        size = len(message.text) + len(message_id) + 64 + 16 * len(mentions)
+        size = len(text) + len(message_id) + 64 + 16 * len(mentions)
         self.sizes[message_id] = size
         self.messages[message_id] = message
         room.messages.append(message)
         room.sizes.append(size)
         if room.blind and queue:  # A blind round's posts, by sender (see RoomState.hidden_from).
-            room.round_posts.setdefault(message.sender, []).append(message)
+            room.round_posts.setdefault(sender, []).append(message)
         if queue and mentions:
-            sender = self.members.get(message.sender)
+            member = self.members.get(sender)
             ask = self.asks.answered_by(room.id, mentions) if self.asks.open and \
-                sender is not None and sender.awaited else None
+                member is not None and member.awaited else None
             if ask is not None:  # The post is the asking member's input, not a request.
                 mentions = [m for m in mentions if m != ask.member]
         if queue and steer:
-            self._steer(room, message.sender, message_id, mentions)
+            self._steer(room, sender, message_id, mentions)
         elif queue and mentions:
-            self._request(room, message.sender, message_id, mentions)
+            self._request(room, sender, message_id, mentions)
 
     def _closed(self, event: RunEventDoc) -> None:
         room = self._room_of(event)
@@ -356,20 +370,6 @@ def _pause_gc(events: Iterable[RunEventDoc]) -> bool:
         gc.disable()
         return True
     return False
-
-
-def exchange_member(key: str) -> str:
-    """The member of a ``conversation.exchange`` interrupt key ``{cid}:exchange:{member}:{n}``."""
-    _, sep, tail = key.rpartition(":exchange:")
-    return tail.partition(":")[0] if sep else ""
-
-
-def _position_of(message_id: str) -> int:
-    parts = message_id.split("/")
-    try:
-        return int(parts[-2])
-    except (IndexError, ValueError):
-        return 0
 
 
 _HANDLERS: dict[str, Callable[[CouncilState, RunEventDoc], None]] = {

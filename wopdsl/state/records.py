@@ -182,8 +182,9 @@ class RoomState:
     """Whether the room's last round ended: nobody is queued for it any more."""
     deferred: dict[str, list[str]] = field(default_factory=dict)
     """Mentions in a round room: member → message ids, triggers of its next round."""
-    view: dict[str, Any] | None = None
-    """The round as members see it (``Turn.rounds``), built once per round."""
+    view: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The round as members see it (``Turn.rounds``), built once per round: a reader's memo,
+    not part of the fold (it is left out of equality)."""
     round_posts: dict[str, list[Message]] = field(default_factory=dict)
     """In a blind room: the current round's posts by sender (each sees its own)."""
 
@@ -243,8 +244,9 @@ class DecisionState:
     """The outcome once closed: an option, a score, ``tied``, ``no_majority``, ``no_quorum``."""
     summary: dict[str, Any] | None = None
     """The closing system turn's ``decision`` block: outcome, tally, dissent, votes."""
-    view: dict[str, Any] = field(default_factory=dict)
-    """What never changes of how a member sees it (id, room, question, options …)."""
+    view: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What never changes of how a member sees it (id, room, question, options …): a
+    reader's memo, not part of the fold (it is left out of equality)."""
     voter_set: frozenset[str] = field(init=False, default=frozenset())
     """``voters`` as a set (who may vote is asked on every turn)."""
 

@@ -69,7 +69,10 @@ def as_stored(events: Sequence[RunEventDoc], era: Callable[[], int]) -> Sequence
     stored ``run.started``; it is called only for a batch that holds a renamed type and no
     ``run.started`` of its own.
     """
-    if not any(renamed(e["type"]) for e in events):
+    for event in events:  # A loop: a batch holds a few events, most of them never renamed.
+        if renamed(event["type"]):
+            break
+    else:
         return events
     first = events[0]
     era_ = era_of(first["payload"]) if first["type"] == "run.started" else era()

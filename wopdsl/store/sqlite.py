@@ -146,7 +146,8 @@ class SqliteStore(SqliteRecords, EventStore):
             EventInvalid: an event cannot be encoded as JSON; nothing was written.
             StoreError: the file stayed locked longer than ``busy_timeout``, or SQLite failed.
         """
-        self._writable()
+        if self.read_only:
+            self._writable()  # Raises: nothing is appended to a file opened read-only.
         if not events:
             current = self.last_sequence(run_id)
             if current + 1 != expected_sequence:
