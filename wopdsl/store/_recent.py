@@ -30,6 +30,10 @@ WINDOW_CHARS: Final = 1 << 20
 declaration; a batch larger than this is not kept at all)."""
 
 
+TRIM_AT: Final = 32
+"""What every follower has passed is dropped once a run keeps more than this many events."""
+
+
 class Following:
     """One subscriber of a run on this store object: where it is (its last sequence)."""
 
@@ -101,7 +105,8 @@ class RecentCommits:
                 window.first, window.bodies, window.chars = first, [], 0
             window.bodies.extend(bodies)
             window.chars += sum(map(len, bodies))
-            _trim(window)
+            if len(window.bodies) > TRIM_AT or window.chars > WINDOW_CHARS:
+                _trim(window)
 
     def take(self, following: Following) -> list[tuple[int, str]] | None:
         """The kept ``(sequence, body)`` pairs after ``following.at``.
@@ -110,6 +115,13 @@ class RecentCommits:
         the subscriber is further behind): the log has to be read. An empty list when the
         subscriber has every event this object committed to the run so far.
         """
+        window = self._runs.get(following.run_id)
+        if window is None or window.first < 0:
+            return None
+        if following.at + 1 == window.first + len(window.bodies):
+            # Nothing new (checked unlocked: if a commit is being kept meanwhile, the
+            # subscriber's wait finds it in the log and comes back).
+            return []
         with self._lock:
             window = self._runs.get(following.run_id)
             if window is None or window.first < 0:
