@@ -92,7 +92,12 @@ def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
 
 
 async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
-    """Print the run's events live (``run.events``) while ``job`` executes the run."""
+    """Print the run's events live (``run.events``) while ``job`` executes the run.
+
+    A quiet printer (``--json``) prints nothing, so nothing is followed.
+    """
+    if printer.quiet:
+        return await job
 
     async def follow() -> None:
         async for event in run.events(after=printer.last_sequence):

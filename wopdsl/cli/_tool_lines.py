@@ -29,9 +29,17 @@ def _short(text: str) -> str:
     return escape(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
 
 
+_LINED: Final = frozenset({"agent.toolCalled", "agent.toolReturned", "approval.requested",
+                          "approval.granted", "approval.rejected"})
+"""The event types :func:`tool_line` prints a line for."""
+
+
 def tool_line(event: RunEventDoc) -> str | None:
     """The live line of a tool or approval event, or ``None`` for other events."""
-    kind, payload = event["type"], event["payload"]
+    kind = event["type"]
+    if kind not in _LINED:
+        return None
+    payload = event["payload"]
     member = escape(str(event.get("nodeId", "")))
     if kind == "agent.toolCalled":
         return (f"  [tool] {member} → {escape(str(payload.get('toolName', '')))} "

@@ -174,8 +174,9 @@ class RunReader:
         last = -1  # The log's length only grows: while an event is before it, more follow.
         async for event in store.subscribe(self.run_id, after):
             yield event
-            if event["sequence"] < last:
-                continue
+            task = self._task
+            if event["sequence"] < last or (task is not None and not task.done()):
+                continue  # More follows, or this handle's driver is still at it.
             last = await store.call(store.last_sequence, self.run_id)
             if event["sequence"] >= last and await self._stopped():
                 return

@@ -180,6 +180,8 @@ class Follower:
             self._waiters.discard(future, run_id)
 
     def _watch(self, loop: asyncio.AbstractEventLoop, interval: float) -> None:
+        if loop in self._watches:  # Unlocked peek: a watch that stops re-checks its waiters.
+            return
         with self._lock:
             if loop not in self._watches:
                 self._watches[loop] = Watch(loop, self._waiters, self._probe, interval,

@@ -6,7 +6,8 @@ import contextlib
 import gc
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -14,7 +15,13 @@ from wopdsl.errors import EventInvalid, StoreConflict, StoreError
 from wopdsl.protocol.envelope import RunEventDoc, check_event
 from wopdsl.store._answers_sql import params
 from wopdsl.store._claims import claim_held, lock_run
-from wopdsl.store._codec import as_read, as_stored, decode_body, encode_event, is_valid_record
+from wopdsl.store._codec import (
+    as_stored,
+    decode_record,
+    encode_event,
+    is_valid_record,
+)
+from wopdsl.store._recent import RecentCommits, follow_kept
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._sqlite_records import INSERT_ANSWER, SqliteRecords
 from wopdsl.store._wakeups import Follower, waiters_for
@@ -90,6 +97,8 @@ class SqliteStore(SqliteRecords, EventStore):
                 hint="pass --store (or WOP_STORE) pointing at a writable location",
             ) from exc
         self._waiters = waiters_for(self.path)
+        self._recent = RecentCommits()
+        """What this object just committed, for its own subscribers (see :meth:`subscribe`)."""
         self._follower = Follower(self._waiters, self._data_version)
         self._fast_decode = True
         """Whether bodies may be read with orjson (layout 2 and later, see LAYOUT_VERSION)."""
@@ -207,6 +216,7 @@ class SqliteStore(SqliteRecords, EventStore):
             except sqlite3.Error as exc:
                 raise self._failure(exc, "append to") from exc
             self._written[run_id] = events[-1]["sequence"]
+            self._recent.keep(run_id, expected_sequence, rows)
         self._waiters.wake(run_id)
 
     # -- reading ---------------------------------------------------------------------------
@@ -243,7 +253,7 @@ class SqliteStore(SqliteRecords, EventStore):
         for sequence, body in rows:
             try:
                 # Layout 2 marks the bodies only the exact decoder reads right (see _encode).
-                event = as_read(decode_body(body, fast=fast))
+                event = decode_record(body, fast=fast)
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(
                     f"{self._where(run_id, sequence)}: record is not valid JSON: {exc}",
@@ -280,6 +290,19 @@ class SqliteStore(SqliteRecords, EventStore):
                 self._closed = True
                 self._conn.close()
         self._follower.close()
+
+    def subscribe(self, run_id: str, after: int = -1) -> AsyncIterator[RunEventDoc]:
+        """Yield the run's events after ``after``: catch up first, then follow live.
+
+        Never ends by itself; stop iterating (or cancel the task) when done. Events this
+        object has just committed are taken from what it keeps of its latest commits: the
+        same bytes a read returns, decoded the same way, without reading them back
+        (``wopdsl.store._recent``). Events any other writer committed, and whatever this
+        object no longer keeps, are read from the log.
+        """
+        return follow_kept(self._recent, run_id, after, read=self.read,
+                           decode=partial(decode_record, fast=self._fast_decode),
+                           wait=self.wait_for_change)
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
         """Wait until the run may have events after ``after``.
