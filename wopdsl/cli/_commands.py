@@ -8,12 +8,12 @@ import json
 from typing import Any
 
 from wopdsl import CouncilState, RunNotFound
+from wopdsl.cli._live import LivePrinter
 from wopdsl.cli._output import (
     EXIT_FAILED,
     EXIT_INVALID,
     EXIT_OK,
     CommandError,
-    LivePrinter,
     exit_code_for_status,
     print_json,
     print_stop,

@@ -14,10 +14,10 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from wopdsl import Council, Run, StoreError, ValidationError, attach, fork
+from wopdsl.cli._live import LivePrinter
 from wopdsl.cli._output import (
     MEMORY_GONE,
     CommandError,
-    LivePrinter,
     exit_code_for_status,
     print_json,
     print_stop,

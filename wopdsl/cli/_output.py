@@ -1,11 +1,12 @@
-"""Private printing for the CLI: live transcript lines, stop summaries, errors, exit codes."""
+"""Private printing for the CLI: stop summaries, errors, JSON documents, exit codes.
+
+The live transcript (one line per message as a run goes on) is in ``wopdsl.cli._live``.
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from wopdsl import (
@@ -17,11 +18,9 @@ from wopdsl import (
     ValidationError,
     WopError,
 )
-from wopdsl.cli._tool_lines import approval_lines, tool_line
+from wopdsl.cli._tool_lines import approval_lines
 from wopdsl.errors import CODES
 from wopdsl.projections import escape
-from wopdsl.protocol import RunEventDoc
-from wopdsl.protocol.payloads import posted_turn, turn_sender
 
 if TYPE_CHECKING:
     from wopdsl import EventStore
@@ -92,137 +91,6 @@ def terminal_safe(text: str) -> str:
     if "\n" not in text:
         return escape(text)
     return "\n".join(escape(part) for part in text.split("\n"))
-
-
-def message_line(event: RunEventDoc) -> str:
-    """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``."""
-    turn = posted_turn(event) or event["payload"]["turn"]
-    content = turn.get("content") or {}
-    if not isinstance(content, dict):
-        content = {"text": content}
-    room = turn.get("groupId") or event.get("nodeId", "room:")[5:]
-    mentions = [terminal_safe(str(m)) for m in content.get("mentions", [])]
-    return f"[{terminal_safe(room)}] " + _format_line()(
-        terminal_safe(turn_sender(turn)), terminal_safe(turn["messageId"]), mentions,
-        terminal_safe(str(content.get("text", ""))), indent="    ")
-
-
-def _format_line() -> Callable[..., str]:
-    """``wopdsl.projections.format_line``, loaded on the first message (it loads the fold)."""
-    global _FORMAT_LINE
-    if _FORMAT_LINE is None:
-        from wopdsl.projections import format_line
-
-        _FORMAT_LINE = format_line
-    return _FORMAT_LINE
-
-
-_FORMAT_LINE: Callable[..., str] | None = None
-
-
-@dataclass
-class LivePrinter:
-    """Prints one line per accepted message as events arrive; remembers its position.
-
-    Its work per event is what it prints: it folds the run's state only for a council with a
-    blind room (whose rounds decide which posts are held), and a quiet printer (``--json``)
-    prints nothing, so :func:`~wopdsl.cli._drive.follow_while` does not feed it at all.
-    """
-
-    out: TextIO
-    """Where lines go."""
-    quiet: bool = False
-    """Track the position but print nothing (``--json``)."""
-    last_sequence: int = -1
-    """The last event fed."""
-    printed: int = field(default=0)
-    """How many message lines were printed."""
-    state: CouncilState = field(default_factory=CouncilState)
-    """The run as fed so far: its ``run.started`` always, every event when a room is blind
-    (the rounds of blind rooms decide what is held)."""
-    held: dict[str, list[str]] = field(default_factory=dict)
-    """Per blind room, the current round's posts: printed when the round ends."""
-    folds: bool = True
-    """Whether events are still folded into :attr:`state` (decided by ``run.started``)."""
-
-    @classmethod
-    def resuming(cls, out: TextIO, store: EventStore, run_id: str, *,
-                 quiet: bool = False) -> LivePrinter:
-        """A printer for a run going on: what is logged already is known, not printed.
-
-        The posts of a blind round going on are held, to be printed when the round ends.
-        """
-        printer = cls(out, quiet=quiet)
-        if quiet:  # Prints nothing: the position is all it needs.
-            printer.last_sequence = store.last_sequence(run_id)
-            return printer
-        for event in store.read(run_id):
-            printer.last_sequence = event["sequence"]
-            printer._fold(event)
-            turn = posted_turn(event)
-            if turn is not None:
-                printer._lines(event, turn)  # Holds (or releases) a blind round's posts.
-        return printer
-
-    def feed(self, event: RunEventDoc) -> None:
-        """Take one event (in sequence order); events already seen are skipped."""
-        if event["sequence"] <= self.last_sequence:
-            return
-        self.last_sequence = event["sequence"]
-        if self.quiet:
-            return
-        self._fold(event)
-        turn = posted_turn(event)
-        if turn is None:
-            line = tool_line(event)  # tools and approvals (DESIGN.md §20)
-            if line is not None:
-                print(line, file=self.out, flush=True)
-            return
-        for line in self._lines(event, turn):
-            print(line, file=self.out, flush=True)
-        self.printed += 1
-
-    def _fold(self, event: RunEventDoc) -> None:
-        """Fold ``event`` if the printer still folds; ``run.started`` decides whether it will."""
-        state = self.state
-        if not self.folds or state.last_sequence != event["sequence"] - 1:
-            return
-        state.apply(event)
-        if event["type"] == "run.started":
-            # Only a blind room's rounds change what is printed (and when): without one, the
-            # declared rooms are all the printer reads.
-            self.folds = any(room.blind for room in state.rooms.values())
-
-    def _lines(self, event: RunEventDoc, turn: dict[str, Any]) -> list[str]:
-        """A message's lines; a blind round's posts are held until the round ends."""
-        room_id = str(turn.get("groupId") or "")
-        room = self.state.rooms.get(room_id)
-        raw = turn.get("content")
-        content: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        tag = f"[{terminal_safe(room_id)}]"
-        if turn.get("role") == "system":
-            lines = self.held.pop(room_id, []) if "round" in content or "rounds" in content \
-                else []
-            lines.append(f"{tag} -- {terminal_safe(str(content.get('text', '')))}")
-            block = content.get("decision")
-            if isinstance(block, dict):
-                from wopdsl.projections import decision_lines
-
-                lines += [terminal_safe(line) for line in decision_lines([block])[3:]]
-            return lines
-        if room is not None and room.blind and room.round and not room.settled:
-            self.held.setdefault(room_id, []).append(message_line(event))
-            answered = len(room.round_members) - len(room.pending)
-            return [f"{tag} {terminal_safe(turn_sender(turn))} answered round {room.round} "
-                    f"(hidden until the round ends: {answered} of {len(room.round_members)})"]
-        return [message_line(event)]
-
-    def catch_up(self, store: EventStore, run_id: str) -> None:
-        """Feed every stored event after :attr:`last_sequence` (a quiet printer reads none)."""
-        if self.quiet:
-            return
-        for event in store.read(run_id, self.last_sequence):
-            self.feed(event)
 
 
 def run_json(run_id: str, state: CouncilState) -> dict[str, Any]:
