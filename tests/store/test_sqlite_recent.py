@@ -171,3 +171,38 @@ async def test_nothing_is_kept_for_a_run_nobody_follows(tmp_path: Path) -> None:
         await stream.aclose()
     assert store._recent._runs == {}  # Its subscriber gone: nothing kept.
     store.close()
+
+
+async def test_a_subscriber_of_some_types_decodes_only_those(tmp_path: Path) -> None:
+    """What a subscriber did not ask for is passed over undecoded (``wop run``'s printer)."""
+    from functools import partial
+
+    from wopdsl.store._codec import decode_record
+    from wopdsl.store._recent import follow_kept
+
+    store = ReadCountingStore(tmp_path / "runs.db")
+    decoded: list[str] = []
+
+    def decode(body: str) -> RunEventDoc:
+        event: RunEventDoc = decode_record(body)
+        decoded.append(event["type"])
+        return event
+
+    kinds = ["node.started", "node.completed", "conversation.exchanged"]
+    stream = follow_kept(store._recent, "r1", -1, read=store.read, decode=decode,
+                         wait=partial(store.wait_for_change), types={"conversation.exchanged"})
+    try:
+        store.append("r1", [make_event("r1", 0, "run.started")], 0)
+        got: list[RunEventDoc] = []
+        for turn in range(20):
+            if turn == 1:  # The first turn was read: nothing was kept before it.
+                reads = store.reads
+            start = 1 + 3 * turn
+            store.append("r1", [make_event("r1", start + i, kinds[i]) for i in range(3)], start)
+            got += await _take(stream, 1)
+        assert store.reads == reads
+        assert decoded == ["conversation.exchanged"] * 19  # The other 19 turns: kept.
+        assert got == [e for e in store.read("r1") if e["type"] == "conversation.exchanged"]
+    finally:
+        await stream.aclose()
+        store.close()

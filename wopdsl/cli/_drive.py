@@ -9,9 +9,9 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from wopdsl import Council, Run, StoreError, ValidationError, attach, fork
 from wopdsl.cli._live import LivePrinter
@@ -32,6 +32,7 @@ from wopdsl.cli._targets import (
 )
 from wopdsl.cli._tool_check import opened_tools
 from wopdsl.protocol.conversation import MAX_DEPTH, json_depth
+from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.state import TERMINAL
 
 T = TypeVar("T")
@@ -100,8 +101,25 @@ async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
         return await job
 
     async def follow() -> None:
-        async for event in run.events(after=printer.last_sequence):
-            printer.feed(event)
+        # Every event until ``run.started`` says whether the printer folds; from then on,
+        # unless it does, only the events it prints (the others are not even decoded).
+        types = printer.wanted()
+        printer.loop = asyncio.get_running_loop()
+        try:
+            while True:
+                events = cast(AsyncGenerator[RunEventDoc, None], run.store.subscribe(
+                    run.run_id, printer.last_sequence, types=types))
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        printer.feed(event)
+                        if types is None and printer.wanted() is not None:
+                            break
+                    else:
+                        return
+                types = printer.wanted()
+        finally:
+            printer.loop = None
+            printer.flush()
 
     follower = asyncio.ensure_future(follow())
     try:

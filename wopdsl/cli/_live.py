@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from wopdsl import CouncilState
 from wopdsl.cli._output import terminal_safe
-from wopdsl.cli._tool_lines import tool_line
+from wopdsl.cli._tool_lines import LINED, tool_line
 from wopdsl.protocol import RunEventDoc
 from wopdsl.protocol.payloads import posted_turn, turn_sender
 
 if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
+
     from wopdsl import EventStore
 
 __all__ = ["LivePrinter", "message_line"]
@@ -43,6 +45,9 @@ def _format_line() -> Callable[..., str]:
 
 _FORMAT_LINE: Callable[..., str] | None = None
 
+PRINTED: Final = frozenset({"conversation.exchanged", "conversation.closed", *LINED})
+"""The event types a printer that does not fold prints a line for (:meth:`LivePrinter.wanted`)."""
+
 
 @dataclass
 class LivePrinter:
@@ -51,6 +56,11 @@ class LivePrinter:
     Its work per event is what it prints: it folds the run's state only for a council with a
     blind room (whose rounds decide which posts are held), and a quiet printer (``--json``)
     prints nothing, so :func:`~wopdsl.cli._drive.follow_while` does not feed it at all.
+
+    While :attr:`loop` is set (a follower feeding it on that loop), lines are written at
+    once and flushed once per turn of the loop (every line out before the loop runs anything
+    else that waited), not once each; otherwise each line is flushed. :meth:`flush` (and
+    :meth:`catch_up`, which ends with it) flushes at once.
     """
 
     out: TextIO
@@ -68,6 +78,11 @@ class LivePrinter:
     """Per blind room, the current round's posts: printed when the round ends."""
     folds: bool = True
     """Whether events are still folded into :attr:`state` (decided by ``run.started``)."""
+    decided: bool = False
+    """Whether ``run.started`` was fed (so :attr:`folds` is known)."""
+    loop: AbstractEventLoop | None = field(default=None, repr=False)
+    """The loop a follower feeds this printer on (flushes wait for the loop's next turn)."""
+    _flushing: bool = field(default=False, repr=False)
 
     @classmethod
     def resuming(cls, out: TextIO, store: EventStore, run_id: str, *,
@@ -100,11 +115,31 @@ class LivePrinter:
         if turn is None:
             line = tool_line(event)  # tools and approvals (DESIGN.md §20)
             if line is not None:
-                print(line, file=self.out, flush=True)
+                self._write(line + "\n")
             return
-        for line in self._lines(event, turn):
-            print(line, file=self.out, flush=True)
+        self._write("".join(line + "\n" for line in self._lines(event, turn)))
         self.printed += 1
+
+    def wanted(self) -> frozenset[str] | None:
+        """The event types this printer needs from now on: ``None`` for all of them.
+
+        A printer that folds (a blind room), or that has not seen ``run.started`` yet, needs
+        every event; any other needs only those it prints a line for.
+        """
+        return PRINTED if self.decided and not self.folds else None
+
+    def flush(self) -> None:
+        """Flush what was written."""
+        self._flushing = False
+        self.out.flush()
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        if self.loop is None:
+            self.out.flush()
+        elif not self._flushing:
+            self._flushing = True
+            self.loop.call_soon(self.flush)
 
     def _fold(self, event: RunEventDoc) -> None:
         """Fold ``event`` if the printer still folds; ``run.started`` decides whether it will."""
@@ -116,6 +151,7 @@ class LivePrinter:
             # Only a blind room's rounds change what is printed (and when): without one, the
             # declared rooms are all the printer reads.
             self.folds = any(room.blind for room in state.rooms.values())
+            self.decided = True
 
     def _lines(self, event: RunEventDoc, turn: dict[str, Any]) -> list[str]:
         """A message's lines; a blind round's posts are held until the round ends."""
@@ -145,5 +181,8 @@ class LivePrinter:
         """Feed every stored event after :attr:`last_sequence` (a quiet printer reads none)."""
         if self.quiet:
             return
-        for event in store.read(run_id, self.last_sequence):
-            self.feed(event)
+        try:
+            for event in store.read(run_id, self.last_sequence):
+                self.feed(event)
+        finally:
+            self.flush()

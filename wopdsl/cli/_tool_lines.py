@@ -18,7 +18,7 @@ from wopdsl.protocol import RunEventDoc
 if TYPE_CHECKING:
     from wopdsl import CouncilState, EventStore
 
-__all__ = ["approval_lines", "call_arguments", "tool_line"]
+__all__ = ["LINED", "approval_lines", "call_arguments", "tool_line"]
 
 _SHOWN: Final = 200
 """Characters of a result (``observability = "full"``) or of arguments shown on one line."""
@@ -29,7 +29,7 @@ def _short(text: str) -> str:
     return escape(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
 
 
-_LINED: Final = frozenset({"agent.toolCalled", "agent.toolReturned", "approval.requested",
+LINED: Final = frozenset({"agent.toolCalled", "agent.toolReturned", "approval.requested",
                           "approval.granted", "approval.rejected"})
 """The event types :func:`tool_line` prints a line for."""
 
@@ -37,7 +37,7 @@ _LINED: Final = frozenset({"agent.toolCalled", "agent.toolReturned", "approval.r
 def tool_line(event: RunEventDoc) -> str | None:
     """The live line of a tool or approval event, or ``None`` for other events."""
     kind = event["type"]
-    if kind not in _LINED:
+    if kind not in LINED:
         return None
     payload = event["payload"]
     member = escape(str(event.get("nodeId", "")))

@@ -16,9 +16,10 @@ commit that does not continue it (another writer appended in between) starts it 
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Final
 
+from wopdsl.protocol.codemap import v1_type
 from wopdsl.protocol.envelope import RunEventDoc
 
 __all__ = ["Following", "RecentCommits", "follow_kept"]
@@ -47,13 +48,15 @@ class Following:
 class _Window:
     """A contiguous stretch of a run's committed bodies, and who follows the run."""
 
-    __slots__ = ("bodies", "chars", "first", "followers")
+    __slots__ = ("bodies", "chars", "first", "followers", "types")
 
     def __init__(self) -> None:
         self.first = -1
         """The sequence of ``bodies[0]`` (or of the next commit, once what was kept is
         passed); ``-1`` until a commit is kept."""
         self.bodies: list[str] = []
+        self.types: list[str] = []
+        """The stored type of each body (a subscriber may want only some types)."""
         self.chars = 0
         self.followers: list[Following] = []
 
@@ -102,14 +105,15 @@ class RecentCommits:
             if window.first < 0 or window.first + len(window.bodies) != first:
                 # Not a continuation (another writer appended in between, or nothing kept
                 # yet): start again from this commit.
-                window.first, window.bodies, window.chars = first, [], 0
+                window.first, window.bodies, window.types, window.chars = first, [], [], 0
             window.bodies.extend(bodies)
+            window.types.extend(row[2] for row in rows)
             window.chars += sum(map(len, bodies))
             if len(window.bodies) > TRIM_AT or window.chars > WINDOW_CHARS:
                 _trim(window)
 
-    def take(self, following: Following) -> list[tuple[int, str]] | None:
-        """The kept ``(sequence, body)`` pairs after ``following.at``.
+    def take(self, following: Following) -> list[tuple[int, str, str]] | None:
+        """The kept ``(sequence, stored type, body)`` of the events after ``following.at``.
 
         ``None`` when the window does not reach back to the event after it (nothing kept, or
         the subscriber is further behind): the log has to be read. An empty list when the
@@ -130,13 +134,15 @@ class RecentCommits:
             if start < 0 or start > len(window.bodies):
                 return None
             first = window.first + start
-            return list(enumerate(window.bodies[start:], first))
+            return list(zip(range(first, first + len(window.bodies) - start),
+                            window.types[start:], window.bodies[start:], strict=True))
 
 
 async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
                       read: Callable[[str, int], list[RunEventDoc]],
                       decode: Callable[[str], RunEventDoc],
-                      wait: Callable[[str, int], Awaitable[None]]) -> AsyncIterator[RunEventDoc]:
+                      wait: Callable[[str, int], Awaitable[None]],
+                      types: Collection[str] | None = None) -> AsyncIterator[RunEventDoc]:
     """A store's ``subscribe``: what ``recent`` keeps, else what ``read`` reads.
 
     Args:
@@ -148,6 +154,8 @@ async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
         wait: The store's ``wait_for_change``: returns when the run may have more events,
             at once when its log already has (so a commit by another writer after the last
             read is never missed).
+        types: Only events of these (v1) types are yielded; a kept body of another type is
+            passed over undecoded.
     """
     following = recent.follow(run_id, after)
     woke = False
@@ -157,9 +165,10 @@ async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
             kept = recent.take(following)
             if kept:
                 woke = False
-                for sequence, body in kept:
+                for sequence, stored, body in kept:
                     following.at = sequence
-                    yield decode(body)
+                    if types is None or v1_type(stored) in types:
+                        yield decode(body)
                 continue
             if kept is None or woke:  # Not all kept here, or maybe another writer's events.
                 batch = read(run_id, following.at)
@@ -167,7 +176,8 @@ async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
                     woke = False
                     for event in batch:
                         following.at = event["sequence"]
-                        yield event
+                        if types is None or event["type"] in types:
+                            yield event
                     continue
             # Every event kept here is out; ``wait`` returns at once if the log has more.
             await wait(run_id, following.at)
@@ -187,5 +197,6 @@ def _trim(window: _Window) -> None:
         drop += 1
     if drop:
         del bodies[:drop]
+        del window.types[:drop]
         window.first += drop
     window.chars = chars

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -241,17 +241,20 @@ class EventStore(ABC):
 
         return await asyncio.to_thread(method, *args)
 
-    async def subscribe(self, run_id: str, after: int = -1) -> AsyncIterator[RunEventDoc]:
+    async def subscribe(self, run_id: str, after: int = -1, *,
+                        types: Collection[str] | None = None) -> AsyncIterator[RunEventDoc]:
         """Yield the run's events after ``after``: catch up first, then follow live.
 
-        Never ends by itself; stop iterating (or cancel the task) when done.
+        Never ends by itself; stop iterating (or cancel the task) when done. ``types``: only
+        events of these (v1) types are yielded; the others are passed over.
         """
         cursor = after
         while True:
             batch = await self.call(self.read, run_id, cursor)
             for event in batch:
                 cursor = event["sequence"]
-                yield event
+                if types is None or event["type"] in types:
+                    yield event
             if not batch:
                 await self.wait_for_change(run_id, cursor)
 

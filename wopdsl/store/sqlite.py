@@ -6,7 +6,7 @@ import contextlib
 import gc
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, NoReturn
@@ -291,10 +291,13 @@ class SqliteStore(SqliteRecords, EventStore):
                 self._conn.close()
         self._follower.close()
 
-    def subscribe(self, run_id: str, after: int = -1) -> AsyncIterator[RunEventDoc]:
+    def subscribe(self, run_id: str, after: int = -1, *,
+                  types: Collection[str] | None = None) -> AsyncIterator[RunEventDoc]:
         """Yield the run's events after ``after``: catch up first, then follow live.
 
-        Never ends by itself; stop iterating (or cancel the task) when done. Events this
+        Never ends by itself; stop iterating (or cancel the task) when done. ``types``: only
+        events of these (v1) types are yielded (a kept event of another type is not even
+        decoded). Events this
         object has just committed are taken from what it keeps of its latest commits: the
         same bytes a read returns, decoded the same way, without reading them back
         (``wopdsl.store._recent``). Events any other writer committed, and whatever this
@@ -302,7 +305,7 @@ class SqliteStore(SqliteRecords, EventStore):
         """
         return follow_kept(self._recent, run_id, after, read=self.read,
                            decode=partial(decode_record, fast=self._fast_decode),
-                           wait=self.wait_for_change)
+                           wait=self.wait_for_change, types=types)
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
         """Wait until the run may have events after ``after``.

@@ -198,15 +198,16 @@ class StoreConformance(AppendAndRead, Answers):
     # -- subscribe -------------------------------------------------------------------------
 
     def _follow(
-        self, store: EventStore, run_id: str, after: int, count: int, during: Callable[[], Any]
+        self, store: EventStore, run_id: str, after: int, count: int, during: Callable[[], Any],
+        types: frozenset[str] | None = None,
     ) -> list[RunEventDoc]:
         """Subscribe, call ``during()`` once caught up, and collect ``count`` events."""
-        backlog = len(store.read(run_id, after))
+        backlog = len([e for e in store.read(run_id, after) if types is None or e["type"] in types])
 
         async def scenario() -> list[RunEventDoc]:
             loop = asyncio.get_running_loop()
             received: list[RunEventDoc] = []
-            stream = store.subscribe(run_id, after)
+            stream = store.subscribe(run_id, after, types=types)
             try:
                 # The short delay lets the subscriber reach its live wait before the append.
                 if backlog == 0:
@@ -246,6 +247,20 @@ class StoreConformance(AppendAndRead, Answers):
             store, "r1", -1, 2, lambda: store.append("r1", make_events("r1", 0, 2), 0)
         )
         assert sequences(received) == [0, 1]
+
+    def test_subscribe_yields_only_the_types_asked_for(self, store: EventStore) -> None:
+        """``subscribe(types=...)`` passes over the other events, backlog and live alike."""
+        kinds = ["node.started", "node.completed", "conversation.exchanged"]
+
+        def mixed(start: int) -> list[RunEventDoc]:
+            return [make_event("r1", start + i, kinds[i % 3]) for i in range(6)]
+
+        store.append("r1", mixed(0), 0)
+        wanted = frozenset({"node.completed", "conversation.exchanged"})
+        received = self._follow(store, "r1", -1, 8, lambda: store.append("r1", mixed(6), 6),
+                                types=wanted)
+        assert received == [e for e in store.read("r1") if e["type"] in wanted]
+        assert sequences(received) == [1, 2, 4, 5, 7, 8, 10, 11]
 
     def test_subscribe_sees_appends_from_another_thread(self, store: EventStore) -> None:
         """Appends from a worker thread reach a subscriber on the event loop."""
