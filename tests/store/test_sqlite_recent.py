@@ -166,7 +166,7 @@ async def test_nothing_is_kept_for_a_run_nobody_follows(tmp_path: Path) -> None:
             store.append("r1", make_events("r1", sequence, 1), sequence)
             await _take(stream, 1)
         # What the subscriber has is dropped as the run goes on.
-        assert [len(w.bodies) <= TRIM_AT for w in store._recent._runs.values()] == [True]
+        assert [len(w.rows) <= TRIM_AT for w in store._recent._runs.values()] == [True]
     finally:
         await stream.aclose()
     assert store._recent._runs == {}  # Its subscriber gone: nothing kept.

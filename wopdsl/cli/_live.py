@@ -27,10 +27,12 @@ def message_line(event: RunEventDoc) -> str:
     if not isinstance(content, dict):
         content = {"text": content}
     room = turn.get("groupId") or event.get("nodeId", "room:")[5:]
-    mentions = [terminal_safe(str(m)) for m in content.get("mentions", [])]
-    return f"[{terminal_safe(room)}] " + _format_line()(
-        terminal_safe(turn_sender(turn)), terminal_safe(turn["messageId"]), mentions,
-        terminal_safe(str(content.get("text", ""))), indent="    ")
+    mentions = [str(m) for m in content.get("mentions", [])]
+    # Escaped once, whole: terminal_safe works character by character and keeps line breaks,
+    # so this is the line of the escaped parts.
+    return terminal_safe(f"[{room}] " + _format_line()(
+        turn_sender(turn), turn["messageId"], mentions, str(content.get("text", "")),
+        indent="    "))
 
 
 def _format_line() -> Callable[..., str]:

@@ -45,19 +45,22 @@ class Following:
         self.at = at
 
 
-class _Window:
-    """A contiguous stretch of a run's committed bodies, and who follows the run."""
+Row = tuple[str, int, str, str]
+"""A committed event as the store inserted it: ``(run_id, sequence, stored type, body)``."""
 
-    __slots__ = ("bodies", "chars", "first", "followers", "types")
+
+class _Window:
+    """A contiguous stretch of a run's committed rows, and who follows the run."""
+
+    __slots__ = ("chars", "first", "followers", "rows")
 
     def __init__(self) -> None:
         self.first = -1
-        """The sequence of ``bodies[0]`` (or of the next commit, once what was kept is
+        """The sequence of ``rows[0]`` (or of the next commit, once what was kept is
         passed); ``-1`` until a commit is kept."""
-        self.bodies: list[str] = []
-        self.types: list[str] = []
-        """The stored type of each body (a subscriber may want only some types)."""
+        self.rows: list[Row] = []
         self.chars = 0
+        """The characters of the kept bodies."""
         self.followers: list[Following] = []
 
 
@@ -88,8 +91,8 @@ class RecentCommits:
             if not window.followers:
                 del self._runs[following.run_id]
 
-    def keep(self, run_id: str, first: int, rows: Sequence[tuple[str, int, str, str]]) -> None:
-        """Keep the bodies of events ``first …`` of ``run_id``, just committed.
+    def keep(self, run_id: str, first: int, rows: Sequence[Row]) -> None:
+        """Keep the rows of events ``first …`` of ``run_id``, just committed.
 
         ``rows`` as inserted: ``(run_id, sequence, type, body)``, in sequence order. Called
         under the store's write lock, right after the commit, so calls come in the order of
@@ -97,23 +100,22 @@ class RecentCommits:
         """
         if run_id not in self._runs:  # Unlocked peek: the common case of no subscriber.
             return
-        bodies = [row[3] for row in rows]
+        chars = sum(len(row[3]) for row in rows)
         with self._lock:
             window = self._runs.get(run_id)
             if window is None:
                 return
-            if window.first < 0 or window.first + len(window.bodies) != first:
+            if window.first < 0 or window.first + len(window.rows) != first:
                 # Not a continuation (another writer appended in between, or nothing kept
                 # yet): start again from this commit.
-                window.first, window.bodies, window.types, window.chars = first, [], [], 0
-            window.bodies.extend(bodies)
-            window.types.extend(row[2] for row in rows)
-            window.chars += sum(map(len, bodies))
-            if len(window.bodies) > TRIM_AT or window.chars > WINDOW_CHARS:
+                window.first, window.rows, window.chars = first, [], 0
+            window.rows.extend(rows)
+            window.chars += chars
+            if len(window.rows) > TRIM_AT or window.chars > WINDOW_CHARS:
                 _trim(window)
 
-    def take(self, following: Following) -> list[tuple[int, str, str]] | None:
-        """The kept ``(sequence, stored type, body)`` of the events after ``following.at``.
+    def take(self, following: Following) -> list[Row] | None:
+        """The kept rows of the events after ``following.at``.
 
         ``None`` when the window does not reach back to the event after it (nothing kept, or
         the subscriber is further behind): the log has to be read. An empty list when the
@@ -122,7 +124,7 @@ class RecentCommits:
         window = self._runs.get(following.run_id)
         if window is None or window.first < 0:
             return None
-        if following.at + 1 == window.first + len(window.bodies):
+        if following.at + 1 == window.first + len(window.rows):
             # Nothing new (checked unlocked: if a commit is being kept meanwhile, the
             # subscriber's wait finds it in the log and comes back).
             return []
@@ -131,11 +133,9 @@ class RecentCommits:
             if window is None or window.first < 0:
                 return None
             start = following.at + 1 - window.first
-            if start < 0 or start > len(window.bodies):
+            if start < 0 or start > len(window.rows):
                 return None
-            first = window.first + start
-            return list(zip(range(first, first + len(window.bodies) - start),
-                            window.types[start:], window.bodies[start:], strict=True))
+            return window.rows[start:]
 
 
 async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
@@ -165,7 +165,7 @@ async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
             kept = recent.take(following)
             if kept:
                 woke = False
-                for sequence, stored, body in kept:
+                for _, sequence, stored, body in kept:
                     following.at = sequence
                     if types is None or v1_type(stored) in types:
                         yield decode(body)
@@ -188,15 +188,14 @@ async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
 
 def _trim(window: _Window) -> None:
     """Drop what every follower has passed, then the oldest beyond the window's bounds."""
-    bodies = window.bodies
+    rows = window.rows
     passed = min(f.at for f in window.followers) + 1 - window.first
-    drop = min(max(passed, len(bodies) - WINDOW_EVENTS, 0), len(bodies))
-    chars = window.chars - sum(map(len, bodies[:drop]))
-    while chars > WINDOW_CHARS and drop < len(bodies):
-        chars -= len(bodies[drop])
+    drop = min(max(passed, len(rows) - WINDOW_EVENTS, 0), len(rows))
+    chars = window.chars - sum(len(row[3]) for row in rows[:drop])
+    while chars > WINDOW_CHARS and drop < len(rows):
+        chars -= len(rows[drop][3])
         drop += 1
     if drop:
-        del bodies[:drop]
-        del window.types[:drop]
+        del rows[:drop]
         window.first += drop
     window.chars = chars
