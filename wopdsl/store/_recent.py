@@ -100,7 +100,7 @@ class RecentCommits:
         """
         if run_id not in self._runs:  # Unlocked peek: the common case of no subscriber.
             return
-        chars = sum(len(row[3]) for row in rows)
+        chars = sum([len(row[3]) for row in rows])
         with self._lock:
             window = self._runs.get(run_id)
             if window is None:
@@ -191,7 +191,7 @@ def _trim(window: _Window) -> None:
     rows = window.rows
     passed = min(f.at for f in window.followers) + 1 - window.first
     drop = min(max(passed, len(rows) - WINDOW_EVENTS, 0), len(rows))
-    chars = window.chars - sum(len(row[3]) for row in rows[:drop])
+    chars = window.chars - sum([len(row[3]) for row in rows[:drop]])
     while chars > WINDOW_CHARS and drop < len(rows):
         chars -= len(rows[drop][3])
         drop += 1
