@@ -158,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="an interpreter with langgraph and langgraph-checkpoint-sqlite")
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--turns", default="200,2000", help="T1,T2 (default 200,2000)")
+    parser.add_argument("--wop-turns", help="T1,T2 for wop run alone (default: --turns). "
+                        "wop's cost per turn is flat in T (bench/run.py checks it), so a "
+                        "longer stretch measures the same cost with less noise: with T = "
+                        "50 → 250, 200 turns of ~80 µs are 16 ms against a start-up of "
+                        "~400 ms that varies by more than that")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--durability", default="sync", choices=["sync", "async"])
     parser.add_argument("--state", default="tail", choices=["tail", "messages"],
@@ -165,18 +170,20 @@ def main(argv: list[str] | None = None) -> int:
                              "(LangGraph's add_messages, as its multi-agent examples keep it)")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     args = parser.parse_args(argv)
-    small, large = (int(t) for t in args.turns.split(","))
+    sizes = {"langgraph": tuple(int(t) for t in args.turns.split(","))}
+    sizes["wop"] = tuple(int(t) for t in (args.wop_turns or args.turns).split(","))
     STATE[0] = args.state
     timings: dict[tuple[str, int], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="wop-lg-") as tmp_name:
         tmp = Path(tmp_name)
         # Warm both (page cache, .pyc files) before timing anything.
-        _wop(small, args.members, tmp, 0)
-        _langgraph(args.langgraph_python, small, args.members, tmp, 0, args.durability)
+        _wop(sizes["wop"][0], args.members, tmp, 0)
+        _langgraph(args.langgraph_python, sizes["langgraph"][0], args.members, tmp, 0,
+                   args.durability)
         for r in range(args.rounds):
             tools = ["wop", "langgraph"] if r % 2 == 0 else ["langgraph", "wop"]
             for tool in tools:
-                for turns in (small, large):
+                for turns in sizes[tool]:
                     timing = (_wop(turns, args.members, tmp, r) if tool == "wop" else
                               _langgraph(args.langgraph_python, turns, args.members, tmp, r,
                                          args.durability))
@@ -184,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"  round {r + 1}/{args.rounds} done\n")
     rows: dict[str, dict[str, Any]] = {}
     for tool in ("wop", "langgraph"):
+        small, large = sizes[tool]
         row: dict[str, Any] = {}
         for k, clock in enumerate(("wall", "cpu")):
             pairs = zip(timings[(tool, small)], timings[(tool, large)], strict=True)
@@ -196,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         rows[tool] = row
     ratios = {clock: rows["langgraph"][clock]["us_per_turn"] / rows["wop"][clock]["us_per_turn"]
               for clock in ("wall", "cpu")}
+    windows = {tool: f"(T={b:,} - T={a:,}) / {b - a:,}" for tool, (a, b) in sizes.items()}
+    window = windows["wop"] if windows["wop"] == windows["langgraph"] else \
+        f"{windows['wop']} for wop, {windows['langgraph']} for LangGraph"
     print(f"W({args.members}, T), sync python members, durable SQLite; per turn = "
-          f"(T={large:,} - T={small:,}) / {large - small:,}, median of {args.rounds} rounds; "
+          f"{window}, median of {args.rounds} rounds; "
           f"LangGraph durability={args.durability}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"{'tool':<32} {'µs/turn':>8} {'cpu µs':>8} {'start-up ms':>12} {'cpu ms':>7}")
@@ -213,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{min(per_round):.1f}–{max(per_round):.1f}) "
               f"{'PASS' if ratios[clock] >= TARGET else 'MISS'} (target ≥ {TARGET:g})")
     if args.json:
-        args.json.write_text(json.dumps({"members": args.members, "turns": [small, large],
+        args.json.write_text(json.dumps({"members": args.members, "turns": sizes,
                                          "durability": args.durability, "rows": rows,
                                          "ratios": ratios, "load": os.getloadavg()},
                                         indent=2) + "\n")

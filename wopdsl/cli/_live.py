@@ -112,7 +112,8 @@ class LivePrinter:
         self.last_sequence = event["sequence"]
         if self.quiet:
             return
-        self._fold(event)
+        if self.folds:
+            self._fold(event)
         turn = posted_turn(event)
         if turn is None:
             line = tool_line(event)  # tools and approvals (DESIGN.md §20)

@@ -44,8 +44,10 @@ def terminal_safe(text: str) -> str:
     else changes (backslashes stay single). Text from members and people goes through this
     before any terminal shows it.
     """
-    if text.isascii() and text.isprintable():
-        return text  # The common case, checked much faster than translated: nothing to do.
+    if text.isascii() and (text.isprintable() or text.replace("\n", " ").isprintable()):
+        # The common cases (a line, lines ending in line breaks), checked much faster than
+        # translated: nothing to do.
+        return text
     return text.translate(_TERMINAL)
 
 
