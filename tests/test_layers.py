@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: dict[str, int] = {
     "errors": 0,
+    "_described": 0,
     "_ids": 0,
     "_lazy": 0,
     "_sync": 0,

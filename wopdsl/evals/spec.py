@@ -15,7 +15,6 @@ import re
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -24,6 +23,7 @@ from pydantic import (
     StrictStr,
 )
 
+from wopdsl._described import Described
 from wopdsl._ids import IDENT_PATTERN
 from wopdsl.errors import Problem
 from wopdsl.model.llm import ModelProfile
@@ -53,10 +53,10 @@ Number = Annotated[float, BeforeValidator(_number)]
 CheckKind = Literal["equals", "contains", "regex", "json", "python", "judge"]
 """What a check compares: text, a pattern, a JSON value, a Python function, a model's score."""
 
-_STRICT = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+_STRICT = ConfigDict(frozen=True, extra="forbid")
 
 
-class EvalSettings(BaseModel):
+class EvalSettings(Described):
     """The ``[eval]`` table."""
 
     model_config = _STRICT
@@ -80,14 +80,14 @@ class EvalSettings(BaseModel):
     default ``__cassettes__/<id>`` beside it)."""
 
 
-class CaseSpec(BaseModel):
+class CaseSpec(Described):
     """One case: a ``[[cases]]`` table or a line of the cases file.
 
     Keys besides ``id``, ``task`` and ``expected`` are kept: templates see them as
     ``case.<key>``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     id: Ident
     """The case's id (tags its runs: ``case=ID``)."""
@@ -101,7 +101,7 @@ class CaseSpec(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-class ArmSpec(BaseModel):
+class ArmSpec(Described):
     """An ``[[arms]]`` table: a council the cases are run on."""
 
     model_config = _STRICT
@@ -118,7 +118,7 @@ class ArmSpec(BaseModel):
     """What the arm is (shown in reports)."""
 
 
-class CheckSpec(BaseModel):
+class CheckSpec(Described):
     """A ``[[checks]]`` table: what makes a run good.
 
     ``equals``, ``contains``, ``regex`` and ``json`` pass or fail; ``python`` passes or fails,
@@ -166,7 +166,7 @@ class CheckSpec(BaseModel):
         return self.scale is not None
 
 
-class EvalSpec(BaseModel):
+class EvalSpec(Described):
     """A whole ``wop eval`` file."""
 
     model_config = _STRICT

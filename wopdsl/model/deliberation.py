@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, model_validator
 
+from wopdsl._described import Described
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 from wopdsl.model.votes import Rule
 
@@ -21,10 +22,10 @@ __all__ = ["DecisionSpec", "ScriptVote"]
 _Ident = Annotated[StrictStr, Field(pattern=IDENT_PATTERN, min_length=1, max_length=64)]
 
 
-class DecisionSpec(BaseModel):
+class DecisionSpec(Described):
     """A ``[[decisions]]`` table: a question a room's voters settle by voting."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: _Ident
     """The decision's id (what votes name)."""
@@ -54,10 +55,10 @@ class DecisionSpec(BaseModel):
         return self
 
 
-class ScriptVote(BaseModel):
+class ScriptVote(Described):
     """A vote in a scripted turn; ``choice`` and ``reason`` strings are Jinja2 templates."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     decision: _Ident
     """The decision voted on."""

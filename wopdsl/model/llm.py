@@ -12,7 +12,6 @@ from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     StrictBool,
@@ -21,6 +20,7 @@ from pydantic import (
     StrictStr,
 )
 
+from wopdsl._described import Described
 from wopdsl._ids import MAX_SAFE_INT
 
 __all__ = [
@@ -69,11 +69,11 @@ Observability = Literal["hashed", "full"]
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 
 
-class ModelProfile(BaseModel):
+class ModelProfile(Described):
     """A ``[models.NAME]`` table: an OpenAI-compatible chat endpoint and how to call it."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", use_attribute_docstrings=True, populate_by_name=True
+        frozen=True, extra="forbid", populate_by_name=True
     )
 
     model: StrictStr = Field(min_length=1, max_length=256)

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     StrictBool,
@@ -23,6 +22,7 @@ from pydantic import (
     StrictStr,
 )
 
+from wopdsl._described import Described
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 from wopdsl.model.deliberation import DecisionSpec, ScriptVote
 from wopdsl.model.llm import ModelProfile, NonNegativeNumber, Temperature
@@ -103,11 +103,10 @@ JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
 """A JSON object without nulls inside (TOML has no null)."""
 
 
-class _Frozen(BaseModel):
+class _Frozen(Described):
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
-        use_attribute_docstrings=True,
         populate_by_name=True,
     )
 

@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from wopdsl._described import Described
 from wopdsl._ids import IDENT_PATTERN, MAX_SAFE_INT
 
 __all__ = [
@@ -152,9 +153,8 @@ def tool_name(name: str) -> str:
     return _MODEL_NAME.sub("_", name)[:64] or "tool"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
-                              populate_by_name=True)
+class _Frozen(Described):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
 class McpServerSpec(_Frozen):

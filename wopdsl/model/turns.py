@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import AliasChoices, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from wopdsl._described import Described
 
 # ``defer_build``: each model's validator is built on its first use, not at import, so reading
 # a log (``wop transcript`` folds saved messages) does not pay for building four of them.
@@ -12,12 +14,11 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictFloat, St
 __all__ = ["Message", "Post", "Reply", "Turn", "Vote"]
 
 
-class Post(BaseModel):
+class Post(Described):
     """A post in a turn result: ``{roomId, text, mentions}`` on the wire."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True,
-        defer_build=True,
+        frozen=True, extra="forbid", populate_by_name=True, defer_build=True,
     )
 
     room: StrictStr = Field(
@@ -30,7 +31,7 @@ class Post(BaseModel):
     """Members of the room whose next turn this message requests."""
 
 
-class Vote(BaseModel):
+class Vote(Described):
     """A vote in a turn result: ``{decision, choice, reason}`` (DESIGN.md §22).
 
     A voter may vote again while the decision is open; its last vote counts, and the log
@@ -38,7 +39,7 @@ class Vote(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", use_attribute_docstrings=True, defer_build=True,
+        frozen=True, extra="forbid", defer_build=True,
     )
 
     decision: StrictStr
@@ -49,7 +50,7 @@ class Vote(BaseModel):
     """Why: shown with the tally, and with the dissent when the vote loses."""
 
 
-class Reply(BaseModel):
+class Reply(Described):
     """A turn result: ``{summary, data?, posts?}``.
 
     Example:
@@ -59,8 +60,7 @@ class Reply(BaseModel):
     """
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, use_attribute_docstrings=True,
-        defer_build=True,
+        frozen=True, extra="forbid", populate_by_name=True, defer_build=True,
     )
 
     summary: StrictStr
@@ -93,11 +93,10 @@ class Reply(BaseModel):
         return out
 
 
-class Message(BaseModel):
+class Message(Described):
     """A saved message: ``{id, roomId, sender, text, mentions, position}``."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, use_attribute_docstrings=True,
-                              defer_build=True)
+    model_config = ConfigDict(frozen=True, populate_by_name=True, defer_build=True)
 
     id: str
     """``team/{sender}/{position}/{postIndex}``."""
@@ -131,10 +130,10 @@ class Message(BaseModel):
         }
 
 
-class Turn(BaseModel):
+class Turn(Described):
     """The input of one member turn, as handlers and script templates see it."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     task: str
     """The council task."""

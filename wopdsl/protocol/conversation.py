@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, model_validator
 
+from wopdsl._described import Described
 from wopdsl.protocol.bounds import MAX_DEPTH as BOUNDS_DEPTH
 
 __all__ = [
@@ -30,9 +31,8 @@ MAX_DEPTH: Final = BOUNDS_DEPTH
 """Deepest nesting the host accepts in a submitted JSON value (turn content, outcome)."""
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
-                              use_attribute_docstrings=True)
+class _Wire(Described):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class AgentRef(_Wire):

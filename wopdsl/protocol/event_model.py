@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
+
+from wopdsl._described import Described
 
 __all__ = ["RunEvent"]
 
 
-class RunEvent(BaseModel):
+class RunEvent(Described):
     """A validated ``RunEventDoc`` (used when reading untrusted records)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     eventId: StrictStr = Field(min_length=1, max_length=128)
     """Unique id of the event."""
