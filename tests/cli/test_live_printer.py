@@ -87,3 +87,14 @@ def test_a_printer_asks_only_for_what_it_prints_unless_a_room_is_blind(tmp_path:
     blind = LivePrinter(io.StringIO())
     blind.feed(_events(tmp_path / "blind", blind=True)[0])
     assert blind.wanted() is None  # A blind round's end decides when posts print.
+
+
+def test_a_buffered_printer_leaves_flushing_to_its_caller(tmp_path: Path) -> None:
+    events = _events(tmp_path)
+    out = CountingStream()
+    printer = LivePrinter(out, buffered=True)  # wop replay: the whole log, then one flush
+    for event in events:
+        printer.feed(event)
+    assert printer.printed == 4 and out.flushed == []
+    printer.flush()
+    assert len(out.flushed) == 1 and out.getvalue().count("\n") == 4

@@ -67,9 +67,10 @@ def cmd_replay(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print_json(run_json(args.run, state), ctx.out)
     else:
-        printer = LivePrinter(ctx.out)
+        printer = LivePrinter(ctx.out, buffered=True)
         for event in events:
             printer.feed(event)
+        printer.flush()
         print_stop(args.run, state, ctx.out, ctx.err, store_flag=ctx.store_flag,
                    debug=ctx.debug)
     return exit_code_for_status(state.status)

@@ -84,6 +84,8 @@ class LivePrinter:
     """Whether ``run.started`` was fed (so :attr:`folds` is known)."""
     loop: AbstractEventLoop | None = field(default=None, repr=False)
     """The loop a follower feeds this printer on (flushes wait for the loop's next turn)."""
+    buffered: bool = False
+    """Leave flushing to the caller (``wop replay`` prints a whole log, then flushes once)."""
     _flushing: bool = field(default=False, repr=False)
 
     @classmethod
@@ -139,7 +141,8 @@ class LivePrinter:
     def _write(self, text: str) -> None:
         self.out.write(text)
         if self.loop is None:
-            self.out.flush()
+            if not self.buffered:
+                self.out.flush()
         elif not self._flushing:
             self._flushing = True
             self.loop.call_soon(self.flush)
