@@ -20,7 +20,7 @@ from functools import cache
 from itertools import pairwise
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 __all__ = ["Described", "attribute_docs", "describe"]
 
@@ -29,7 +29,14 @@ _DESCRIBED: set[type[BaseModel]] = set()
 
 
 class Described(BaseModel):
-    """A model whose JSON Schema describes each field with the docstring under it."""
+    """A model whose JSON Schema describes each field with the docstring under it.
+
+    Its subclasses build their validators on first use (``defer_build``), as the turn models
+    always did: a class that nothing validates with costs nothing to import (building a
+    validator loads pydantic's plugins, which scan every installed package's metadata).
+    """
+
+    model_config = ConfigDict(defer_build=True)
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
