@@ -3,7 +3,8 @@
 Usage::
 
     python3 bench/langgraph.py [--langgraph-python PY] [--members 3] [--turns 200,2000]
-                               [--rounds 5] [--durability sync|async] [--json out.json]
+                               [--wop-turns T1,T2] [--rounds 5] [--durability sync|async]
+                               [--state tail|messages] [--json out.json]
 
 Both sides run the same workload as a user would, each as a fresh subprocess: N members pass
 a baton round-robin for T turns, each turn one message to the next member, and every turn is
@@ -26,7 +27,10 @@ langgraph langgraph-checkpoint-sqlite``.
 
 Each round runs both tools at both sizes, alternating which goes first; per turn is
 ``(wall(T2) − wall(T1)) / (T2 − T1)``, so the start-up (interpreter, imports, opening the
-file) cancels out, and the start-up is what is left of T1's time. Both wall time and CPU time
+file) cancels out, and the start-up is what is left of T1's time. ``--wop-turns`` gives
+``wop run`` a stretch of its own (its cost per turn is flat in T, LangGraph's is not): a
+short stretch divides a few milliseconds of turns by the turn count against a start-up
+that varies by more. Both wall time and CPU time
 (user + system of the child, which a busy shared machine inflates far less) are reported:
 medians over the rounds, and the ratio LangGraph / wopdsl per turn (target ≥ 20).
 """
