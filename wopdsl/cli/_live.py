@@ -80,8 +80,6 @@ class LivePrinter:
     """Per blind room, the current round's posts: printed when the round ends."""
     folds: bool = True
     """Whether events are still folded into :attr:`state` (decided by ``run.started``)."""
-    decided: bool = False
-    """Whether ``run.started`` was fed (so :attr:`folds` is known)."""
     loop: AbstractEventLoop | None = field(default=None, repr=False)
     """The loop a follower feeds this printer on (flushes wait for the loop's next turn)."""
     buffered: bool = False
@@ -131,7 +129,8 @@ class LivePrinter:
         A printer that folds (a blind room), or that has not seen ``run.started`` yet, needs
         every event; any other needs only those it prints a line for.
         """
-        return PRINTED if self.decided and not self.folds else None
+        # The state folds from the log's start, so it is past -1 once run.started was fed.
+        return PRINTED if self.state.last_sequence >= 0 and not self.folds else None
 
     def flush(self) -> None:
         """Flush what was written."""
@@ -157,7 +156,6 @@ class LivePrinter:
             # Only a blind room's rounds change what is printed (and when): without one, the
             # declared rooms are all the printer reads.
             self.folds = any(room.blind for room in state.rooms.values())
-            self.decided = True
 
     def _lines(self, event: RunEventDoc, turn: dict[str, Any]) -> list[str]:
         """A message's lines; a blind round's posts are held until the round ends."""
