@@ -18,11 +18,27 @@ import pytest
 ENV = "WOPDSL_TEST_POSTGRES"
 
 
+class SecretUrl(str):
+    """A connection string whose ``repr`` hides its password.
+
+    pytest prints a failing test's arguments (``pg_url = ...``) with ``repr``: the database
+    password must not reach the test output, so every URL handed to a test is one of these.
+    It is still a ``str`` for every driver and subprocess that uses it.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        from wopdsl.store._pg_connect import redact
+
+        return repr(redact(str(self)))
+
+
 def server_url() -> str:
     """The admin connection string, or skip (fail in CI) when no server is configured."""
     url = os.environ.get(ENV, "")
     if url:
-        return url
+        return SecretUrl(url)
     reason = (f"no PostgreSQL server: set {ENV} (e.g. {ENV}=\"$(.ci/postgres.sh)\", which "
               "installs and starts one on loopback)")
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
@@ -35,7 +51,7 @@ def url_for(database: str, base: str | None = None) -> str:
     from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(base or server_url())
-    return urlunsplit(parts._replace(path=f"/{database}"))
+    return SecretUrl(urlunsplit(parts._replace(path=f"/{database}")))
 
 
 def admin_execute(statement: str, *params: object) -> list[tuple[object, ...]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from tests.postgres import server_url, url_for
+from tests.postgres import SecretUrl, server_url, url_for
 from wopdsl import RunBusy, StoreConflict, StoreError
 from wopdsl.store import MemoryStore, SqliteStore, describe_target, open_store
 from wopdsl.store.base import Answer
@@ -146,6 +147,35 @@ def test_a_server_that_is_down(caplog: pytest.LogCaptureFixture) -> None:
     assert text.startswith(f"error[STORE_ERROR]: cannot connect to postgresql://wop@127.0.0.1:"
                            f"{port}/runs: ")
     assert SECRET not in caplog.text
+
+
+FAILING_TEST = '''
+import pytest
+from tests.postgres import SecretUrl
+
+@pytest.fixture
+def pg_url():
+    return SecretUrl(URL)
+
+def test_that_fails(pg_url):
+    raise RuntimeError("the server went away")
+'''
+
+
+def test_a_failing_test_never_prints_the_database_password(tmp_path: Path) -> None:
+    # pytest prints a failing test's arguments: the URLs the fixtures hand out hide it.
+    url = f"postgresql://wop:{quote(SECRET, safe='')}@127.0.0.1:5432/runs"
+    (tmp_path / "test_leak.py").write_text(f"URL = {url!r}\n{FAILING_TEST}")
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+         "-o", "addopts=", str(tmp_path / "test_leak.py")], cwd=repo, capture_output=True,
+        text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(repo)})
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "the server went away" in output, output
+    assert "pg_url = 'postgresql://wop:***@127.0.0.1:5432/runs'" in output
+    assert SECRET not in output and quote(SECRET, safe="") not in output
+    assert SecretUrl(url) == url and isinstance(SecretUrl(url), str)
 
 
 def test_wrong_credentials() -> None:

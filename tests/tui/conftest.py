@@ -33,6 +33,15 @@ def drawn(app: CouncilApp) -> bool:
     return app.shown_sequence == app.fold.last_sequence >= 0
 
 
+def phase(app: CouncilApp, member: str) -> str | None:
+    """The member's phase, or ``None`` while the app has not folded ``run.started`` yet.
+
+    An attached app reads the log asynchronously: a condition polled before its first event
+    arrives must wait, not fail.
+    """
+    return app.fold.phase(member) if member in app.fold.council.members else None
+
+
 def finished(app: CouncilApp, status: str = "completed") -> Callable[[], bool]:
     """A condition: the run ended with ``status`` and the screen shows its last event."""
     return lambda: app.fold.terminal == status and drawn(app)

@@ -16,7 +16,15 @@ from textual.pilot import Pilot
 from wopdsl_tui import CouncilApp
 
 import wopdsl
-from tests.tui.conftest import ADVISORY_BOARD, REPO, drawn, finished, room_texts, settle
+from tests.tui.conftest import (
+    ADVISORY_BOARD,
+    REPO,
+    drawn,
+    finished,
+    phase,
+    room_texts,
+    settle,
+)
 from tests.tui.relay_process import RUN_ID
 
 
@@ -45,7 +53,7 @@ async def test_attach_to_a_run_another_process_is_executing(tmp_path: Path) -> N
         wait_for_turn(db_path, "second", proc)
         app = CouncilApp(wopdsl.attach(db_path, RUN_ID))
         async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot, lambda: app.fold.phase("second") == "running" and drawn(app))
+            await settle(pilot, lambda: phase(app, "second") == "running" and drawn(app))
             assert app.run_status == "running"
             assert room_texts(app, "track") == [("first", "Baton to @second")]
 
@@ -111,7 +119,7 @@ async def test_quit_mid_turn_then_resume_from_the_tui(tmp_path: Path) -> None:
     db_path = tmp_path / "runs.db"
     app = CouncilApp(wopdsl.load(tmp_path / "gated.toml"), store=db_path, deterministic=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, lambda: app.fold.phase("keeper") == "running" and drawn(app))
+        await settle(pilot, lambda: phase(app, "keeper") == "running" and drawn(app))
         assert app.check_action("resume", ()) is False  # This process drives it.
         await pilot.press("ctrl+q")
     run = wopdsl.attach(db_path, "gated-1")

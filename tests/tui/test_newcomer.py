@@ -14,7 +14,7 @@ from wopdsl_tui import CouncilApp
 from wopdsl_tui.widgets import Composer, Notice, Roster
 
 import wopdsl
-from tests.tui.conftest import ADVISORY_BOARD, finished, settle, waiting
+from tests.tui.conftest import ADVISORY_BOARD, finished, phase, settle, waiting
 from tests.tui.test_app import text_of
 
 POST = "The weakest claim is that feature flags remove all merge risk."
@@ -43,7 +43,7 @@ async def test_a_streaming_model_member_shows_the_text_it_writes(
                 return next((line[2:] for line in lines if line.startswith("▸ ")), "")
 
             # Mid-answer: the words of the post so far, never the JSON around them.
-            await settle(pilot, lambda: len(writing()) > 12 and app.fold.phase("critic")
+            await settle(pilot, lambda: len(writing()) > 12 and phase(app, "critic")
                          == "running")
             seen = writing()
             # The roster shows the end of the text so far (as much as fits): under load more

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from wopdsl_tui import CouncilApp
 
 import wopdsl
-from tests.tui.conftest import REPO, drawn, finished, room_texts, settle
+from tests.tui.conftest import REPO, drawn, finished, phase, room_texts, settle
 from tests.tui.relay_process import RUN_ID
 
 
@@ -46,7 +46,7 @@ async def test_the_tui_follows_a_run_another_host_executes(tmp_path: Path, pg_ur
         _wait_for_turn(pg_url, "second", proc)
         app = CouncilApp(wopdsl.attach(pg_url, RUN_ID))
         async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot, lambda: app.fold.phase("second") == "running" and drawn(app))
+            await settle(pilot, lambda: phase(app, "second") == "running" and drawn(app))
             assert room_texts(app, "track") == [("first", "Baton to @second")]
             gate.touch()  # The other process finishes; LISTEN/NOTIFY brings its events here.
             await settle(pilot, finished(app))
