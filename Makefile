@@ -34,9 +34,16 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/wop run councils/release-team.toml
 
-## Run the whole test suite.
+# The test modules with syrupy snapshots (tests/<dir>/__snapshots__/<module>[.ambr]). syrupy
+# finds unused snapshots only in a session of its own (not across pytest-xdist's workers), so
+# these run in a second, serial session after the parallel one.
+SNAPSHOT_MODULES = $(sort $(foreach f,$(wildcard tests/*/__snapshots__/*),$(dir $(patsubst %/,%,$(dir $f)))$(basename $(notdir $f)).py))
+
+## Run the whole test suite: on every core, at most 4 (pytest-xdist), then the snapshot
+## modules alone.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadgroup $(addprefix --ignore=,$(SNAPSHOT_MODULES))
+	$(PY) -m pytest -p no:xdist $(SNAPSHOT_MODULES)
 
 ## The plugin's, the example's and the UIs' tests on the newest releases of the extras, in
 ## a venv of their own (.venv-newest; see docs/ci.md).

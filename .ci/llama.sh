@@ -114,9 +114,11 @@ healthy() { "$PYTHON" -c "import urllib.request,sys; urllib.request.urlopen(sys.
 if ! running; then
     say "starting llama-server on 127.0.0.1:$PORT (log: $LOG)"
     # -c: room for a council's prompts; -np 2: two parallel slots (bench compares two
-    # clients); --no-repack: see above. setsid: the server outlives this script.
+    # clients); --no-repack: see above; --seed: a fixed sampling seed for requests that name
+    # none (its default draws one per request, so the real-model tests would vary by chance).
+    # setsid: the server outlives this script.
     setsid "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$PORT" --no-repack \
-        -c 8192 -np 2 -t "$THREADS" -a SmolLM2-135M-Instruct --no-webui >"$LOG" 2>&1 < /dev/null &
+        -c 8192 -np 2 -t "$THREADS" --seed 1 -a SmolLM2-135M-Instruct --no-webui >"$LOG" 2>&1 < /dev/null &
     echo $! > "$PIDFILE"
 fi
 for _ in $(seq 1 120); do

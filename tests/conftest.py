@@ -31,6 +31,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         llama_url()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``), every ``real_model`` test runs on one worker.
+
+    llama-server computes the requests of its two slots in one batch: a real-model test's
+    answers repeat (with the server's fixed sampling seed) only when no other test's
+    requests share the server with it.
+    """
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("real_model") is not None:
+            item.add_marker(pytest.mark.xdist_group("real_model"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """``$XDG_CACHE_HOME`` of the tests and their children (``wop validate``'s MCP tool lists

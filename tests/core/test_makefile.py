@@ -119,3 +119,21 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
     again = _make("demo", cwd=clone, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "installing" not in again.stdout
+
+
+def test_make_test_runs_in_parallel_and_the_snapshot_modules_in_a_session_of_their_own() -> None:
+    # syrupy finds unused snapshots only in a serial session: every module owning snapshots
+    # runs there, once, and the parallel session leaves exactly those out.
+    owners = sorted({
+        (folder.parent / f"{path.relative_to(folder).parts[0].removesuffix('.ambr')}.py")
+        .relative_to(ROOT).as_posix()
+        for folder in ROOT.glob("tests/*/__snapshots__") for path in folder.rglob("*")
+        if path.is_file()})
+    assert "tests/testing/test_councils_snapshots.py" in owners
+    assert all((ROOT / owner).is_file() for owner in owners), owners
+    lines = [line for line in _make("-n", "test").stdout.splitlines() if " -m pytest" in line]
+    parallel, serial = (line.split() for line in lines)
+    assert parallel[parallel.index("-n") + 1] == "auto"
+    assert sorted(a.removeprefix("--ignore=") for a in parallel if a.startswith("--ignore=")) \
+        == owners
+    assert "no:xdist" in serial and sorted(a for a in serial if a.endswith(".py")) == owners

@@ -20,11 +20,18 @@ filterwarnings = error
 
 
 UNRELATED_PLUGINS_OFF = ("-p", "no:textual-snapshot", "-p", "no:hypothesispytest",
-                         "-p", "no:benchmark")
+                         "-p", "no:benchmark", "-p", "no:xdist")
 """Plugins of this environment that the inner sessions do not need.
 
 pytest-textual-snapshot deletes a process-wide temp dir when any session ends, and the others
 would be imported (and assertion-rewritten) afresh by every inner session.
+"""
+
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+"""What pytest-xdist sets in its workers: an inner session is a whole session of its own.
+
+syrupy reads them to tell a worker (which leaves unused snapshots to the controller) from a
+lone session, so an inner session run inside a worker would never report unused snapshots.
 """
 
 
@@ -35,7 +42,10 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # syrupy keeps its session in a module global; the inner session would replace ours.
     saved = syrupy._syrupy
     try:
-        return pytester.runpytest(*UNRELATED_PLUGINS_OFF, *args)
+        with pytest.MonkeyPatch.context() as patch:
+            for name in XDIST_VARIABLES:
+                patch.delenv(name, raising=False)
+            return pytester.runpytest(*UNRELATED_PLUGINS_OFF, *args)
     finally:
         syrupy._syrupy = saved
 
