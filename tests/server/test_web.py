@@ -19,25 +19,24 @@ def test_start_a_run_watch_post_a_turn_and_see_it_finish(page: Any) -> None:
     run_id = p.start("board")
     assert p.served.request("GET", f"/v1/runs/{run_id}")[0] == 200
     wait_for("the greeting", lambda: any("Should we ship" in t for t in p.texts()))
-    greeting = p.finds("#list .msg")[0]
-    assert greeting.find_element("css selector", ".from").text == "strategist"
-    assert [m.text for m in greeting.find_elements("css selector", ".mention")] == ["@founder"]
-    tabs = [t.get_attribute("data-room") for t in p.finds("#tabs button")]
-    assert tabs == ["board", "ops"]
+    assert p.messages()[0][1] == "strategist"
+    assert p.js("return [...document.querySelector('#list .msg').querySelectorAll('.mention')]"
+                ".map(e => e.textContent)") == ["@founder"]
+    assert p.attributes("#tabs button", "data-room") == ["board", "ops"]
     wait_for("waiting for the founder", lambda: p.status() == "waiting-input")
-    roster = {r.get_attribute("data-member"): r.text for r in p.finds("#roster tbody tr")}
+    roster = p.texts_by("#roster tbody tr", "data-member")
     assert set(roster) == {"founder", "strategist"}
     snap = p.served.request("GET", f"/v1/runs/{run_id}")[1]["nodeStates"]
     assert f"{snap['strategist']['turns']} / 4" in roster["strategist"]
     assert "founder (human)" in roster["founder"] and "0 / 4" in roster["founder"]
     # The other room filled meanwhile; its tab counts what was not read.
     wait_for("the ops room's unread badge", lambda: p.find('#tabs [data-room="ops"] .unread'))
-    p.find('#tabs [data-room="ops"]').click()
+    p.click('#tabs [data-room="ops"]')
     wait_for("the analyst's report", lambda: any("99.2%" in t for t in p.texts()))
     assert "no human member" in p.find("#composer-note").text
     assert not p.find("#text").is_enabled()
     p.shot("web-ops-room")
-    p.find('#tabs [data-room="board"]').click()
+    p.click('#tabs [data-room="board"]')
     wait_for("the board room", lambda: any("Should we ship" in t for t in p.texts()))
     # @-completion offers the room's members.
     box = p.find("#text")
@@ -124,7 +123,7 @@ def test_reload_mid_run_loses_and_doubles_nothing_with_a_token(page: Any, tokens
     p.driver.refresh()
     wait_for("the run's end", lambda: p.status() == "completed", timeout=30)
     for room in ("board", "ops"):
-        p.find(f'#tabs [data-room="{room}"]').click()
+        p.click(f'#tabs [data-room="{room}"]')
         want = api_messages(p.served, run_id, room)
         wait_for(f"all of {room}", lambda: len(p.messages()) == len(want))  # noqa: B023
         ids = [m[0] for m in p.messages()]
@@ -202,6 +201,6 @@ def test_a_host_restart_mid_run_resumes_the_stream_after_the_last_event(
     p.find("#send").click()
     wait_for("the run's end", lambda: p.status() == "completed", timeout=30)
     for room in ("board", "ops"):
-        p.find(f'#tabs [data-room="{room}"]').click()
+        p.click(f'#tabs [data-room="{room}"]')
         want = api_messages(p.served, run_id, room)
         wait_for(f"all of {room}", lambda: [m[0] for m in p.messages()] == want)  # noqa: B023

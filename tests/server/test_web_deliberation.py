@@ -67,7 +67,7 @@ def test_the_launch_board_shows_rounds_tally_dissent_and_answer(board: Page) -> 
                           "Dissent: billing risk stands.")
     p.shot("web-launch-board")
     # A room without rounds has no round line.
-    p.find('#tabs button[data-room="prep"]').click()
+    p.click('#tabs button[data-room="prep"]')
     wait_for("the prep room", lambda: "Anything blocking a release this week?" in p.texts())
     assert _round(p) == ""
     # A reload replays the log: the same view.

@@ -27,6 +27,11 @@ WEB_COUNCILS = Path(__file__).resolve().parent / "web_councils"
 
 T = TypeVar("T")
 
+_CLICK_JS = """const e = document.querySelector(arguments[0]); if (e) e.click(); return !!e;"""
+_ATTRIBUTES_JS = """return [...document.querySelectorAll(arguments[0])].map(
+  e => e.getAttribute(arguments[1]));"""
+_TEXTS_BY_JS = """return [...document.querySelectorAll(arguments[0])].map(
+  e => [e.getAttribute(arguments[1]), e.innerText]);"""
 _MESSAGES_JS = """return [...document.querySelectorAll('#list .msg')].map(li =>
   [li.dataset.id, li.querySelector('.from').textContent, li.querySelector('.text').textContent]);"""
 
@@ -126,6 +131,22 @@ class Page:
 
     def js(self, script: str, *args: Any) -> Any:
         return self.driver.execute_script(script, *args)
+
+    def click(self, css: str) -> None:
+        """Click the element ``css`` finds, in one step in the page.
+
+        The tabs and the roster are drawn again on most events: an element found by the
+        driver may be gone (stale) by the time the driver clicks it.
+        """
+        assert self.js(_CLICK_JS, css), f"nothing matches {css}"
+
+    def attributes(self, css: str, name: str) -> list[str]:
+        """Attribute ``name`` of each element ``css`` finds, read in one step in the page."""
+        return list(self.js(_ATTRIBUTES_JS, css, name))
+
+    def texts_by(self, css: str, name: str) -> dict[str, str]:
+        """The rendered text of each element ``css`` finds, by its attribute ``name``."""
+        return dict(self.js(_TEXTS_BY_JS, css, name))
 
     def messages(self) -> list[list[str]]:
         """``[id, sender, text]`` of each message in the shown room's list."""
