@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from pathlib import Path
 
 from wopdsl import Council, Post, Reply, Turn
@@ -16,11 +17,16 @@ from wopdsl.protocol.envelope import RunEventDoc
 
 
 class CountingStream(io.StringIO):
-    """A text stream that counts its flushes and what had been written at each."""
+    """A text stream that counts its writes and flushes, and what had been written at each."""
 
     def __init__(self) -> None:
         super().__init__()
         self.flushed: list[str] = []
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
 
     def flush(self) -> None:
         self.flushed.append(self.getvalue())
@@ -63,10 +69,11 @@ def test_lines_fed_on_a_loop_are_flushed_once_per_turn_of_the_loop(tmp_path: Pat
         printer = LivePrinter(out, loop=asyncio.get_running_loop())
         for event in events:
             printer.feed(event)
-        assert out.flushed == []  # Written, not flushed yet: the loop has not turned.
-        assert out.getvalue() == alone.getvalue()
+        # Gathered, not written yet: the loop has not turned.
+        assert out.flushed == [] and out.getvalue() == "" and out.writes == 0
         await asyncio.sleep(0)
-        assert out.flushed == [alone.getvalue()]  # Once, with every line.
+        assert out.flushed == [alone.getvalue()]  # Once, with every line,
+        assert out.writes == 1  # in one write (one system call on an unbuffered stream).
         printer.feed({**events[-1], "sequence": events[-1]["sequence"] + 1})  # not printed
         await asyncio.sleep(0)
         assert len(out.flushed) == 1
@@ -98,3 +105,81 @@ def test_a_buffered_printer_leaves_flushing_to_its_caller(tmp_path: Path) -> Non
     assert printer.printed == 4 and out.flushed == []
     printer.flush()
     assert len(out.flushed) == 1 and out.getvalue().count("\n") == 4
+
+
+def test_a_printer_takes_committed_batches_in_place_only_where_they_continue(
+        tmp_path: Path) -> None:
+    events = _events(tmp_path)
+    expected = LivePrinter(io.StringIO(), buffered=True)
+    for event in events:
+        expected.feed(event)
+    started, rest = events[:1], events[1:]
+
+    async def scenario() -> str:
+        out = io.StringIO()
+        printer = LivePrinter(out)
+        printer.attach(asyncio.get_running_loop())
+        printer.committed(started)  # Before run.started is folded: left to the follower.
+        assert printer.last_sequence == -1
+        printer.feed(started[0])  # (what the follower reads from the log)
+        gap = [e for e in rest if e["sequence"] > rest[0]["sequence"]]
+        printer.committed(gap)  # Does not continue what it has: left to the follower.
+        assert printer.last_sequence == 0
+        elsewhere = threading.Thread(target=printer.committed, args=(rest,))
+        elsewhere.start()
+        elsewhere.join()
+        assert printer.last_sequence == 0  # Another thread's commit: left to the follower.
+        printer.committed(rest[:4])
+        printer.committed(rest[4:])
+        assert printer.last_sequence == events[-1]["sequence"]
+        assert printer.printed == expected.printed == 4
+        printer.attach(None)  # Writes what was gathered.
+        return out.getvalue()
+
+    assert asyncio.run(scenario()) == expected.out.getvalue()  # type: ignore[attr-defined]
+
+    blind_events = _events(tmp_path / "blind", blind=True)
+    blind = LivePrinter(io.StringIO())
+    blind.feed(blind_events[0])
+    blind.committed(blind_events[1:])  # A printer that folds reads the log instead.
+    assert blind.last_sequence == 0 and blind.printed == 0
+
+
+def test_wop_runs_printer_does_not_read_back_the_commits_of_its_own_run(
+        tmp_path: Path) -> None:
+    from tests.store.test_sqlite_recent import ReadCountingStore
+    from wopdsl.cli._drive import follow_while
+
+    council = Council("relay", task="Pass it on.", max_turns_per_member=40)
+    council.room("all", members=["a", "b"])
+    kept: list[int] = []
+
+    def hand_over(to: str):  # type: ignore[no-untyped-def]
+        def handler(turn: Turn) -> Reply:
+            kept.append(len(store._recent._runs))  # what the store keeps for subscribers
+            if turn.turn > 30:
+                return Reply(summary="done")
+            return Reply(summary="passed", posts=[
+                Post(room="all", text=f"turn {turn.turn} of {turn.member}", mentions=[to])])
+        return handler
+
+    council.member("a", role="r")(hand_over("b"))
+    council.member("b", role="r", initial_turn=False)(hand_over("a"))
+    store = ReadCountingStore(tmp_path / "runs.db")
+
+    async def scenario() -> LivePrinter:
+        run = council.start(store, "r1")
+        printer = LivePrinter(io.StringIO())
+        await follow_while(run, printer, run.wait())
+        return printer
+
+    printer = asyncio.run(scenario())
+    replayed = LivePrinter(io.StringIO(), buffered=True)
+    for event in store.read("r1"):
+        replayed.feed(event)
+    assert printer.out.getvalue() == replayed.out.getvalue()  # type: ignore[attr-defined]
+    assert printer.printed == 60
+    # The log is read only to catch up at the start (run.started): 60 posts, at most 2 reads.
+    assert store.reads <= 2, store.reads
+    assert kept and set(kept) == {0}  # Fed in place: no subscriber, so nothing kept or decoded.
+    store.close()

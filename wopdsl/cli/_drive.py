@@ -101,25 +101,30 @@ async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
         return await job
 
     async def follow() -> None:
-        # Every event until ``run.started`` says whether the printer folds; from then on,
-        # unless it does, only the events it prints (the others are not even decoded).
-        types = printer.wanted()
-        printer.loop = asyncio.get_running_loop()
+        printer.attach(asyncio.get_running_loop())
+        store, run_id = run.store, run.run_id
+        # The batches this process commits are fed in place, as they become durable (no
+        # read, no decode); what it did not take (others' posts, a blind council's events)
+        # is read from the log as each commit wakes the follower.
+        stop = store.observe_commits(run_id, printer.committed)
         try:
+            if stop is None:
+                await _subscribe(run, printer)
+                return
             while True:
-                events = cast(AsyncGenerator[RunEventDoc, None], run.store.subscribe(
-                    run.run_id, printer.last_sequence, types=types))
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        printer.feed(event)
-                        if types is None and printer.wanted() is not None:
-                            break
-                    else:
-                        return
-                types = printer.wanted()
+                for event in await store.call(store.read, run_id, printer.last_sequence):
+                    printer.feed(event)
+                fed = printer.last_sequence
+                await store.wait_for_change(run_id, fed)
+                while printer.last_sequence > fed:
+                    # Woken by a commit fed in place: the wait checks the log's length again
+                    # and returns at once if anything is left to read.
+                    fed = printer.last_sequence
+                    await store.wait_for_change(run_id, fed)
         finally:
-            printer.loop = None
-            printer.flush()
+            if stop is not None:
+                stop()
+            printer.attach(None)
 
     follower = asyncio.ensure_future(follow())
     try:
@@ -135,6 +140,24 @@ async def follow_while(run: Run, printer: LivePrinter, job: Awaitable[T]) -> T:
     # Whatever the follower had not reached yet (the last batch, a refused start).
     printer.catch_up(run.store, run.run_id)
     return result
+
+
+async def _subscribe(run: Run, printer: LivePrinter) -> None:
+    """Feed ``printer`` from ``run.store.subscribe`` (a store that does not tell its commits)."""
+    # Every event until ``run.started`` says whether the printer folds; from then on, unless
+    # it does, only the events it prints (the others are not even decoded).
+    types = printer.wanted()
+    while True:
+        events = cast(AsyncGenerator[RunEventDoc, None], run.store.subscribe(
+            run.run_id, printer.last_sequence, types=types))
+        async with contextlib.aclosing(events):
+            async for event in events:
+                printer.feed(event)
+                if types is None and printer.wanted() is not None:
+                    break
+            else:
+                return
+        types = printer.wanted()
 
 
 def finish(ctx: Context, run: Run, printer: LivePrinter, *, as_json: bool) -> int:

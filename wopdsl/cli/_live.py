@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -59,10 +60,12 @@ class LivePrinter:
     blind room (whose rounds decide which posts are held), and a quiet printer (``--json``)
     prints nothing, so :func:`~wopdsl.cli._drive.follow_while` does not feed it at all.
 
-    While :attr:`loop` is set (a follower feeding it on that loop), lines are written at
-    once and flushed once per turn of the loop (every line out before the loop runs anything
-    else that waited), not once each; otherwise each line is flushed. :meth:`flush` (and
-    :meth:`catch_up`, which ends with it) flushes at once.
+    While :attr:`loop` is set (a follower feeding it on that loop), lines are gathered and
+    written and flushed together once per turn of the loop (every line out before the loop
+    runs anything else that waited): one write whatever the stream's buffering
+    (``PYTHONUNBUFFERED`` makes each write a system call); otherwise each line is written
+    and flushed. :meth:`flush` (and :meth:`catch_up`, which ends with it) writes and flushes
+    at once.
     """
 
     out: TextIO
@@ -85,6 +88,17 @@ class LivePrinter:
     buffered: bool = False
     """Leave flushing to the caller (``wop replay`` prints a whole log, then flushes once)."""
     _flushing: bool = field(default=False, repr=False)
+    _lines_out: list[str] = field(default_factory=list, repr=False)
+    """Lines gathered for the next flush (while :attr:`loop` is set)."""
+    _thread: int | None = field(default=None, repr=False)
+    """The thread of :attr:`loop`: :meth:`committed` feeds only there."""
+
+    def attach(self, loop: AbstractEventLoop | None) -> None:
+        """Set (or, with ``None``, clear) the loop a follower feeds this printer on."""
+        if loop is None:
+            self.flush()
+        self.loop = loop
+        self._thread = threading.get_ident() if loop is not None else None
 
     @classmethod
     def resuming(cls, out: TextIO, store: EventStore, run_id: str, *,
@@ -123,6 +137,24 @@ class LivePrinter:
         self._write("".join(line + "\n" for line in self._lines(event, turn)))
         self.printed += 1
 
+    def committed(self, events: Sequence[RunEventDoc]) -> None:
+        """Take a batch this process just committed, in place (``EventStore.observe_commits``).
+
+        Only a batch that continues what was fed, on the follower's thread, and only once
+        ``run.started`` showed that nothing is folded (a blind round's fold could keep parts
+        of the events the engine shares): any other batch is left to the follower, which
+        reads the log from :attr:`last_sequence`. Events it prints nothing for only move the
+        position.
+        """
+        if self.folds or self._thread != threading.get_ident() or not events or \
+                events[0]["sequence"] != self.last_sequence + 1:
+            return
+        for event in events:
+            if event["type"] in PRINTED:
+                self.feed(event)
+            else:
+                self.last_sequence = event["sequence"]
+
     def wanted(self) -> frozenset[str] | None:
         """The event types this printer needs from now on: ``None`` for all of them.
 
@@ -133,16 +165,22 @@ class LivePrinter:
         return PRINTED if self.state.last_sequence >= 0 and not self.folds else None
 
     def flush(self) -> None:
-        """Flush what was written."""
+        """Write what was gathered, then flush."""
         self._flushing = False
+        if self._lines_out:
+            text = "".join(self._lines_out)
+            self._lines_out.clear()
+            self.out.write(text)
         self.out.flush()
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
         if self.loop is None:
+            self.out.write(text)
             if not self.buffered:
                 self.out.flush()
-        elif not self._flushing:
+            return
+        self._lines_out.append(text)
+        if not self._flushing:
             self._flushing = True
             self.loop.call_soon(self.flush)
 

@@ -11,10 +11,15 @@ subscriber further behind) is read from the log as before.
 
 The window of a run is always a contiguous stretch of its log, exactly as committed: a
 commit that does not continue it (another writer appended in between) starts it again.
+
+:class:`CommitObservers` goes one step further for a view that only reads (``wop run``'s
+printer, ``EventStore.observe_commits``): it is handed the committed events themselves,
+with nothing kept, read or decoded.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Final
@@ -22,7 +27,9 @@ from typing import Final
 from wopdsl.protocol.codemap import v1_type
 from wopdsl.protocol.envelope import RunEventDoc
 
-__all__ = ["Following", "RecentCommits", "follow_kept"]
+__all__ = ["CommitObservers", "Following", "RecentCommits", "follow_kept"]
+
+_LOG = logging.getLogger("wopdsl.store")
 
 WINDOW_EVENTS: Final = 256
 """At most this many events are kept per run; a subscriber further behind reads the log."""
@@ -184,6 +191,49 @@ async def follow_kept(recent: RecentCommits, run_id: str, after: int, *,
             woke = True
     finally:
         recent.unfollow(following)
+
+
+Observer = Callable[[Sequence[RunEventDoc]], None]
+"""Called with the events of a commit (see :meth:`EventStore.observe_commits`)."""
+
+
+class CommitObservers:
+    """Per run: who is told of each commit this store object makes, with its events in place."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.runs: dict[str, list[Observer]] = {}
+        """Per run, its observers (read unlocked on every append: a dict lookup)."""
+
+    def add(self, run_id: str, observer: Observer) -> Callable[[], None]:
+        """Register ``observer`` for ``run_id``; return what unregisters it."""
+        with self._lock:
+            self.runs[run_id] = [*self.runs.get(run_id, []), observer]
+        return lambda: self.remove(run_id, observer)
+
+    def remove(self, run_id: str, observer: Observer) -> None:
+        """Unregister ``observer`` (nothing happens when it is not registered)."""
+        with self._lock:
+            left = [o for o in self.runs.get(run_id, []) if o is not observer]
+            if left:
+                self.runs[run_id] = left
+            else:
+                self.runs.pop(run_id, None)
+
+    def tell(self, run_id: str, observers: list[Observer],
+             events: Sequence[RunEventDoc]) -> None:
+        """Call each observer with ``events``, just committed; one that raises is dropped.
+
+        The events are durable: an observer's failure cannot undo the commit, so it never
+        reaches the writer. The observer is unregistered (its owner reads the log instead).
+        """
+        for observer in observers:
+            try:
+                observer(events)
+            except Exception as exc:
+                self.remove(run_id, observer)
+                _LOG.warning("a commit observer of run %s failed and was dropped: %s: %s",
+                             run_id, type(exc).__name__, exc)
 
 
 def _trim(window: _Window) -> None:

@@ -258,6 +258,25 @@ class EventStore(ABC):
             if not batch:
                 await self.wait_for_change(run_id, cursor)
 
+    def observe_commits(self, run_id: str, observer: Callable[[Sequence[RunEventDoc]], None]
+                        ) -> Callable[[], None] | None:
+        """Call ``observer`` with the events of each commit this store object makes to the run.
+
+        For a view in the process that executes the run (``wop run``'s transcript): it gets
+        the events the engine wrote as they become durable, with no read, copy or decode.
+        ``observer`` is called on the appending thread right after the commit, with the
+        objects passed to :meth:`append` (read them, never change them: the engine's state
+        shares them); one that raises is dropped, never failing the append. Only this
+        object's commits are told: events other writers commit reach a view through
+        :meth:`read` / :meth:`subscribe`, so a view still follows the log (and takes a told
+        batch only when it continues what it has).
+
+        Returns:
+            What unregisters ``observer``; ``None`` when this store does not tell (the
+            default): follow the log.
+        """
+        return None
+
     async def wait_for_change(self, run_id: str, after: int) -> None:
         """Wait until the run may have events after ``after`` (default: one poll interval)."""
         import asyncio  # Here, not at import: asyncio is loaded once a loop runs.

@@ -6,7 +6,7 @@ import contextlib
 import gc
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, NoReturn
@@ -21,7 +21,7 @@ from wopdsl.store._codec import (
     encode_event,
     is_valid_record,
 )
-from wopdsl.store._recent import RecentCommits, follow_kept
+from wopdsl.store._recent import CommitObservers, RecentCommits, follow_kept
 from wopdsl.store._sqlite_open import connect_reader, connect_writer, read_only_hint
 from wopdsl.store._sqlite_records import INSERT_ANSWER, SqliteRecords
 from wopdsl.store._wakeups import Follower, waiters_for
@@ -100,6 +100,7 @@ class SqliteStore(SqliteRecords, EventStore):
         self._recent = RecentCommits()
         """What this object just committed, for its own subscribers (see :meth:`subscribe`)."""
         self._follower = Follower(self._waiters, self._data_version)
+        self._observers = CommitObservers()
         self._fast_decode = True
         """Whether bodies may be read with orjson (layout 2 and later, see LAYOUT_VERSION)."""
         self._conn = self._connect()
@@ -217,6 +218,9 @@ class SqliteStore(SqliteRecords, EventStore):
                 raise self._failure(exc, "append to") from exc
             self._written[run_id] = events[-1]["sequence"]
             self._recent.keep(run_id, expected_sequence, rows)
+        observers = self._observers.runs.get(run_id)
+        if observers:
+            self._observers.tell(run_id, observers, events)
         self._waiters.wake(run_id)
 
     # -- reading ---------------------------------------------------------------------------
@@ -306,6 +310,14 @@ class SqliteStore(SqliteRecords, EventStore):
         return follow_kept(self._recent, run_id, after, read=self.read,
                            decode=partial(decode_record, fast=self._fast_decode),
                            wait=self.wait_for_change, types=types)
+
+    def observe_commits(self, run_id: str, observer: Callable[[Sequence[RunEventDoc]], None]
+                        ) -> Callable[[], None]:
+        """Call ``observer`` with the events of each commit this object makes to ``run_id``.
+
+        See :meth:`EventStore.observe_commits`.
+        """
+        return self._observers.add(run_id, observer)
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
         """Wait until the run may have events after ``after``.
