@@ -313,10 +313,7 @@ class SqliteStore(SqliteRecords, EventStore):
 
     def observe_commits(self, run_id: str, observer: Callable[[Sequence[RunEventDoc]], None]
                         ) -> Callable[[], None]:
-        """Call ``observer`` with the events of each commit this object makes to ``run_id``.
-
-        See :meth:`EventStore.observe_commits`.
-        """
+        """Tell ``observer`` of this object's commits (:meth:`EventStore.observe_commits`)."""
         return self._observers.add(run_id, observer)
 
     async def wait_for_change(self, run_id: str, after: int) -> None:
