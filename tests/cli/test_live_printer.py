@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from wopdsl import Council, Post, Reply, Turn
@@ -33,13 +34,16 @@ class CountingStream(io.StringIO):
         super().flush()
 
 
-def _council(*, blind: bool) -> Council:
-    council = Council("relay", task="Pass it on.")
+def _council(*, blind: bool, turns: int = 2,
+             each_turn: Callable[[], None] = lambda: None) -> Council:
+    """Two members hand over ``turns`` times each; ``each_turn`` runs in every handler."""
+    council = Council("relay", task="Pass it on.", max_turns_per_member=turns + 1)
     council.room("all", members=["a", "b"], blind=blind, rounds=2 if blind else None)
 
     def hand_over(to: str):  # type: ignore[no-untyped-def]
         def handler(turn: Turn) -> Reply:
-            if turn.turn > 2:
+            each_turn()
+            if turn.turn > turns:
                 return Reply(summary="done")
             return Reply(summary="passed", posts=[
                 Post(room="all", text=f"turn {turn.turn} of {turn.member}", mentions=[to])])
@@ -150,21 +154,9 @@ def test_wop_runs_printer_does_not_read_back_the_commits_of_its_own_run(
     from tests.store.test_sqlite_recent import ReadCountingStore
     from wopdsl.cli._drive import follow_while
 
-    council = Council("relay", task="Pass it on.", max_turns_per_member=40)
-    council.room("all", members=["a", "b"])
-    kept: list[int] = []
-
-    def hand_over(to: str):  # type: ignore[no-untyped-def]
-        def handler(turn: Turn) -> Reply:
-            kept.append(len(store._recent._runs))  # what the store keeps for subscribers
-            if turn.turn > 30:
-                return Reply(summary="done")
-            return Reply(summary="passed", posts=[
-                Post(room="all", text=f"turn {turn.turn} of {turn.member}", mentions=[to])])
-        return handler
-
-    council.member("a", role="r")(hand_over("b"))
-    council.member("b", role="r", initial_turn=False)(hand_over("a"))
+    kept: list[int] = []  # what the store keeps for subscribers, at each turn
+    council = _council(blind=False, turns=30,
+                       each_turn=lambda: kept.append(len(store._recent._runs)))
     store = ReadCountingStore(tmp_path / "runs.db")
 
     async def scenario() -> LivePrinter:
