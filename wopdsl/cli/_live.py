@@ -21,14 +21,20 @@ if TYPE_CHECKING:
 __all__ = ["LivePrinter", "message_line"]
 
 
-def message_line(event: RunEventDoc) -> str:
-    """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``."""
-    turn = posted_turn(event) or event["payload"]["turn"]
+def message_line(event: RunEventDoc, turn: dict[str, Any] | None = None) -> str:
+    """Format a ``conversation.exchanged`` event: ``[room] sender id @mention…: text``.
+
+    ``turn``: the message turn the event carries, when the caller has it already.
+    """
+    if turn is None:
+        turn = posted_turn(event) or event["payload"]["turn"]
     content = turn.get("content") or {}
     if not isinstance(content, dict):
         content = {"text": content}
     room = turn.get("groupId") or event.get("nodeId", "room:")[5:]
-    mentions = [str(m) for m in content.get("mentions", [])]
+    mentions = content.get("mentions", [])
+    if not all(type(m) is str for m in mentions):
+        mentions = [str(m) for m in mentions]
     # Escaped once, whole: terminal_safe works character by character and keeps line breaks,
     # so this is the line of the escaped parts.
     return terminal_safe(f"[{room}] " + _format_line()(
@@ -134,7 +140,8 @@ class LivePrinter:
             if line is not None:
                 self._write(line + "\n")
             return
-        self._write("".join(line + "\n" for line in self._lines(event, turn)))
+        lines = self._lines(event, turn)
+        self._write(lines[0] + "\n" if len(lines) == 1 else "".join(f"{line}\n" for line in lines))
         self.printed += 1
 
     def committed(self, events: Sequence[RunEventDoc]) -> None:
@@ -199,10 +206,13 @@ class LivePrinter:
         """A message's lines; a blind round's posts are held until the round ends."""
         room_id = str(turn.get("groupId") or "")
         room = self.state.rooms.get(room_id)
+        system = turn.get("role") == "system"
+        if not system and (room is None or not room.blind):
+            return [message_line(event, turn)]  # The common case: one line.
         raw = turn.get("content")
         content: dict[str, Any] = raw if isinstance(raw, dict) else {}
         tag = f"[{terminal_safe(room_id)}]"
-        if turn.get("role") == "system":
+        if system:
             lines = self.held.pop(room_id, []) if "round" in content or "rounds" in content \
                 else []
             lines.append(f"{tag} -- {terminal_safe(str(content.get('text', '')))}")
@@ -213,11 +223,11 @@ class LivePrinter:
                 lines += [terminal_safe(line) for line in decision_lines([block])[3:]]
             return lines
         if room is not None and room.blind and room.round and not room.settled:
-            self.held.setdefault(room_id, []).append(message_line(event))
+            self.held.setdefault(room_id, []).append(message_line(event, turn))
             answered = len(room.round_members) - len(room.pending)
             return [f"{tag} {terminal_safe(turn_sender(turn))} answered round {room.round} "
                     f"(hidden until the round ends: {answered} of {len(room.round_members)})"]
-        return [message_line(event)]
+        return [message_line(event, turn)]
 
     def catch_up(self, store: EventStore, run_id: str) -> None:
         """Feed every stored event after :attr:`last_sequence` (a quiet printer reads none)."""
