@@ -63,8 +63,8 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
     ``conn`` is a raw connection to a file with the store's layout (``None``: no SQLite).
     """
     graph = council.compile()
-    handlers = [graph.members[m].agent.handler for m in member_ids(members)]
     ids = member_ids(members)
+    handlers = [graph.members[m].agent.handler for m in ids]
     conversation = f"{RUN}:room:{ROOM}"
     insert = "INSERT INTO events VALUES (?, ?, ?, ?)"
     messages: list[Message] = []
@@ -77,8 +77,8 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
         turn_of[member] += 1
         ran += 1
         turn = new_turn("Pass the baton around the room.", ids[member], "runner", "",
-                           turn_of[member], None, messages[-TAIL:], messages[-1:], [], {}, {},
-                           int(time.time() * 1000) - started_ms)
+                        turn_of[member], None, messages[-TAIL:], messages[-1:], [], {}, {},
+                        int(time.time() * 1000) - started_ms)
         reply = handlers[member](turn)
         wire = reply.to_wire()
         now = int(time.time() * 1000)
@@ -94,7 +94,7 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
                            p.conversation_exchanged(conversation, posted),
                            p.room_node_id(ROOM), last_event))
             messages.append(new_message(mid, ROOM, ids[member], post["text"],
-                                           list(post["mentions"]), ran))
+                                        list(post["mentions"]), ran))
         following = (member + 1) % members
         if wire.get("posts"):
             events.append(("node.started", p.member_started(
