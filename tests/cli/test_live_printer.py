@@ -133,11 +133,15 @@ def test_a_printer_takes_committed_batches_in_place_only_where_they_continue(
         elsewhere.start()
         elsewhere.join()
         assert printer.last_sequence == 0  # Another thread's commit: left to the follower.
-        printer.committed(rest[:4])
-        printer.committed(rest[4:])
+        printer.committed(rest[:7])  # ... up to the first post
+        assert printer.last_sequence == rest[6]["sequence"]
+        assert printer.printed == 0 and out.getvalue() == ""  # Formatted at the next flush.
+        for event in rest[7:10]:  # Read from the log, up to the second post: the batches
+            printer.feed(event)  # taken before it are printed first.
+        printer.committed(rest[10:])
         assert printer.last_sequence == events[-1]["sequence"]
+        await asyncio.sleep(0)  # The loop's next turn writes what was gathered, in order.
         assert printer.printed == expected.printed == 4
-        printer.attach(None)  # Writes what was gathered.
         return out.getvalue()
 
     assert asyncio.run(scenario()) == expected.out.getvalue()  # type: ignore[attr-defined]

@@ -96,6 +96,8 @@ class LivePrinter:
     _flushing: bool = field(default=False, repr=False)
     _lines_out: list[str] = field(default_factory=list, repr=False)
     """Lines gathered for the next flush (while :attr:`loop` is set)."""
+    _stash: list[Sequence[RunEventDoc]] = field(default_factory=list, repr=False)
+    """Batches taken in place (:meth:`committed`), formatted at the next flush or feed."""
     _thread: int | None = field(default=None, repr=False)
     """The thread of :attr:`loop`: :meth:`committed` feeds only there."""
 
@@ -130,6 +132,11 @@ class LivePrinter:
         if event["sequence"] <= self.last_sequence:
             return
         self.last_sequence = event["sequence"]
+        if self._stash:
+            self._drain()
+        self._show(event)
+
+    def _show(self, event: RunEventDoc) -> None:
         if self.quiet:
             return
         if self.folds:
@@ -150,17 +157,27 @@ class LivePrinter:
         Only a batch that continues what was fed, on the follower's thread, and only once
         ``run.started`` showed that nothing is folded (a blind round's fold could keep parts
         of the events the engine shares): any other batch is left to the follower, which
-        reads the log from :attr:`last_sequence`. Events it prints nothing for only move the
-        position.
+        reads the log from :attr:`last_sequence`. The batch only moves the position here; its
+        lines are formatted at the next flush (once per turn of the loop, when the lines
+        are written anyway) or before the next event fed, so the turns in between run with
+        the caches they left and the lines are formatted together.
         """
         if self.folds or self._thread != threading.get_ident() or not events or \
                 events[0]["sequence"] != self.last_sequence + 1:
             return
-        for event in events:
-            if event["type"] in PRINTED:
-                self.feed(event)
-            else:
-                self.last_sequence = event["sequence"]
+        self._stash.append(events)
+        self.last_sequence = events[-1]["sequence"]
+        if not self._flushing and self.loop is not None:
+            self._flushing = True
+            self.loop.call_soon(self.flush)
+
+    def _drain(self) -> None:
+        """Format the batches taken in place, in order (before any later event)."""
+        stash, self._stash = self._stash, []
+        for events in stash:
+            for event in events:
+                if event["type"] in PRINTED:
+                    self._show(event)
 
     def wanted(self) -> frozenset[str] | None:
         """The event types this printer needs from now on: ``None`` for all of them.
@@ -172,7 +189,10 @@ class LivePrinter:
         return PRINTED if self.state.last_sequence >= 0 and not self.folds else None
 
     def flush(self) -> None:
-        """Write what was gathered, then flush."""
+        """Write what was gathered (formatting the batches taken in place first), then flush."""
+        self._flushing = True  # The stash's lines are written below, not scheduled again.
+        if self._stash:
+            self._drain()
         self._flushing = False
         if self._lines_out:
             text = "".join(self._lines_out)
