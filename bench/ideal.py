@@ -16,8 +16,9 @@ four ways, alternating round by round (medians of ``--repeat`` rounds):
   (its last 8 messages), call the member's handler (which builds its ``Reply`` and ``Post``),
   dump the reply (``Reply.to_wire``), build the turn's three events (``node.completed``, the
   post's ``conversation.exchanged``, the next member's ``node.started``, the same payloads
-  the engine writes), encode them with orjson, insert them in one transaction, keep the
-  message. No checks, no fold, no asyncio, no retries, no steering, no observers;
+  the engine writes), encode them with orjson, insert them in one transaction (one
+  statement, as the store does), keep the message. No checks, no fold, no asyncio, no
+  retries, no steering, no observers;
 * ``skeleton (no SQLite)``: the same loop without the transaction (its Python alone);
 * ``handlers alone``: only the members' handlers, called on one prepared ``Turn`` (the
   user's code: building a ``Reply`` with one ``Post``);
@@ -36,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from run import _floor  # noqa: E402
+from run import ONE_STATEMENT_ROWS, _floor, one_statement  # noqa: E402
 from workload import ROOM, TAIL, CountingStore, build_council, member_ids, run_once  # noqa: E402
 
 from wopdsl import SqliteStore  # noqa: E402
@@ -110,7 +112,9 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
             if type_ == "conversation.exchanged":
                 last_event = event["eventId"]
             pending.append((RUN, sequence, type_, orjson.dumps(event).decode()))
-        if conn is not None:
+        if conn is not None and len(pending) <= ONE_STATEMENT_ROWS:
+            conn.execute(one_statement(len(pending)), list(chain.from_iterable(pending)))
+        elif conn is not None:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(insert, pending)
             conn.execute("COMMIT")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,48 @@ def test_a_wrong_expected_sequence_is_still_refused(tmp_path: Path) -> None:
         store.append("r1", make_events("r1", 1, 1), 1)  # behind
     store.append("r1", make_events("r1", 2, 1), 2)
     assert store.last_sequence("r1") == 2
+
+
+def _statements(store: SqliteStore) -> list[str]:
+    """The SQL the store's connection runs from now on (its first word each)."""
+    seen: list[str] = []
+    store._conn.set_trace_callback(lambda sql: seen.append(sql.split()[0].upper()))
+    return seen
+
+
+def test_a_short_append_after_our_own_is_one_statement_and_others_a_transaction(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "runs.db")
+    seen = _statements(store)
+    store.append("r1", make_events("r1", 0, 3), 0)  # The run's first: its length is read.
+    assert seen[0] == "BEGIN" and seen[-1] == "COMMIT" and "SELECT" in seen
+    seen.clear()
+    store.append("r1", make_events("r1", 3, 3), 3)  # A turn: one INSERT, its own transaction.
+    assert seen == ["INSERT"]
+    seen.clear()
+    store.append("r1", make_events("r1", 6, 9), 6)  # Longer than one statement holds.
+    assert seen[0] == "BEGIN" and seen[-1] == "COMMIT" and set(seen[1:-1]) == {"INSERT"}
+    other = SqliteStore(tmp_path / "runs.db")
+    other.append("r1", make_events("r1", 15, 1), 15)
+    seen.clear()
+    with pytest.raises(StoreConflict, match="the log holds 16 events"):
+        store.append("r1", make_events("r1", 15, 2), 15)
+    assert seen == ["INSERT", "SELECT"]  # The key refused it; the length says how much.
+    assert [e["sequence"] for e in store.read("r1")] == list(range(16))
+
+
+def test_a_one_statement_append_refused_on_a_later_row_keeps_none_of_its_rows(
+        tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    store = SqliteStore(db)
+    store.append("r1", make_events("r1", 0, 3), 0)
+    # Another tool wrote row #5 of the run: our next append clashes on its third row.
+    stray = make_events("r1", 5, 1)[0]
+    with sqlite3.connect(db) as raw:
+        raw.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
+                    ("r1", 5, stray["type"], json.dumps(stray)))
+    with pytest.raises(StoreConflict):
+        store.append("r1", make_events("r1", 3, 4), 3)
+    with sqlite3.connect(db) as raw:
+        rows = raw.execute("SELECT sequence FROM events WHERE run_id = 'r1' ORDER BY 1")
+        assert [sequence for (sequence,) in rows] == [0, 1, 2, 5]  # Nothing of #3, #4, #6.

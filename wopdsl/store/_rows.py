@@ -7,7 +7,7 @@ from typing import Any, Final, NoReturn
 
 from wopdsl.errors import EventInvalid
 from wopdsl.protocol.envelope import RunEventDoc, check_event
-from wopdsl.store._codec import as_read, decode_body, is_valid_record
+from wopdsl.store._codec import decode_record, is_valid_record
 
 GC_PAUSE_ROWS: Final = 1000
 """Reads of at least this many records pause the cyclic GC while decoding."""
@@ -35,7 +35,7 @@ def decode_rows(place: str, run_id: str, after: int, rows: list[tuple[int, str]]
         expected = max(after + 1, 0)
         for sequence, body in rows:
             try:
-                event = as_read(decode_body(body, fast=fast))
+                event = decode_record(body, fast=fast)
             except (TypeError, ValueError) as exc:
                 raise EventInvalid(f"{place} run {run_id} #{sequence}: record is not valid "
                                    f"JSON: {exc}", hint=_CORRUPT) from None

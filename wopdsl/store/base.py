@@ -301,6 +301,18 @@ _ANSWERS_LOCK = threading.RLock()
 """Guards the answers kept in store objects (re-entrant: MemoryStore.append_answered)."""
 
 
+def append_conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
+    """The error for an append at ``expected`` to a run whose last event is ``current``.
+
+    ``current`` is ``None`` when the store cannot say (a key clash it did not expect).
+    """
+    held = "more events" if current is None else f"{current + 1} events"
+    return StoreConflict(
+        f"run {run_id}: expected to append at sequence {expected}, but the log holds {held}",
+        hint="another writer is executing this run; attach to it instead of resuming",
+    )
+
+
 def busy(run_id: str, holder: str) -> RunBusy:
     """The error for a run that ``holder`` is executing."""
     return RunBusy(

@@ -6,9 +6,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from wopdsl.errors import EventInvalid, StoreConflict
+from wopdsl.errors import EventInvalid
 from wopdsl.protocol.envelope import RunEventDoc
-from wopdsl.store.base import _ANSWERS_LOCK, Answer, EventStore, RunInfo, run_started_at
+from wopdsl.store.base import (
+    _ANSWERS_LOCK,
+    Answer,
+    EventStore,
+    RunInfo,
+    append_conflict,
+    run_started_at,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -32,11 +39,7 @@ class MemoryStore(EventStore):
         # Look up without creating: a refused append must not list the run in runs().
         log = self._logs.get(run_id, [])
         if len(log) != expected_sequence:
-            raise StoreConflict(
-                f"run {run_id}: expected to append at sequence {expected_sequence}, "
-                f"but the log already holds {len(log)} events",
-                hint="another writer is executing this run; attach to it instead of resuming",
-            )
+            raise append_conflict(run_id, expected_sequence, len(log) - 1)
         self.check_expected(run_id, events, expected_sequence)
         # Encode every event before touching the log, so a bad one leaves the run unchanged.
         try:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from wopdsl.errors import EventInvalid, StoreConflict, StoreError
+from wopdsl.errors import EventInvalid, StoreError
 from wopdsl.protocol.envelope import RunEventDoc
 from wopdsl.store import _pg_schema as sql
 from wopdsl.store._answers_sql import from_row
@@ -25,7 +25,7 @@ from wopdsl.store._pg_connect import Target, parse
 from wopdsl.store._pg_listen import Listener
 from wopdsl.store._pg_pool import Connections
 from wopdsl.store._rows import decode_rows
-from wopdsl.store.base import Answer, EventStore, RunInfo, run_started_at
+from wopdsl.store.base import Answer, EventStore, RunInfo, append_conflict, run_started_at
 
 __all__ = ["PostgresStore"]
 
@@ -137,7 +137,7 @@ class PostgresStore(EventStore):
         if not events:
             current = self.last_sequence(run_id)
             if current + 1 != expected_sequence:
-                raise _conflict(run_id, expected_sequence, current)
+                raise append_conflict(run_id, expected_sequence, current)
             return
         self.check_expected(run_id, events, expected_sequence)
         try:
@@ -160,12 +160,12 @@ class PostgresStore(EventStore):
                 with conn.transaction():  # The answer is kept exactly when the events are.
                     held = _held(conn.execute(sql.APPEND, params).fetchone())
                     if held + 1 != expected_sequence:
-                        raise _conflict(run_id, expected_sequence, held)
+                        raise append_conflict(run_id, expected_sequence, held)
                     conn.execute(sql.REMEMBER, answer_params(answer))
                     return held
             except psycopg.errors.UniqueViolation:
                 # Another writer committed the same sequence while this one waited for it.
-                raise _conflict(run_id, expected_sequence, None) from None
+                raise append_conflict(run_id, expected_sequence, None) from None
 
         self._check_open()
         with self._claims.connection_for(run_id) as driver:
@@ -175,7 +175,7 @@ class PostgresStore(EventStore):
                 held = self._with_conn(f"append to run {run_id} on", call,
                                        retry=lambda: self._landed(run_id, events))
         if held + 1 != expected_sequence:
-            raise _conflict(run_id, expected_sequence, held)
+            raise append_conflict(run_id, expected_sequence, held)
         self._listener.wake(run_id)  # Subscribers in this process, without the round trip.
 
     def _landed(self, run_id: str, events: Sequence[RunEventDoc]) -> int | None:
@@ -309,14 +309,6 @@ def _reconnect_s() -> float:
 def _held(row: tuple[Any, ...] | None) -> int:
     """The run's last sequence before an append, from ``wopdsl_append``'s row."""
     return -1 if row is None or row[0] is None else int(row[0])
-
-
-def _conflict(run_id: str, expected: int, current: int | None) -> StoreConflict:
-    held = "more events" if current is None else f"{current + 1} events"
-    return StoreConflict(
-        f"run {run_id}: expected to append at sequence {expected}, but the log holds {held}",
-        hint="another writer is executing this run; attach to it instead of resuming",
-    )
 
 
 def _close_parts(listener: Listener, claims: Claims, connections: Connections) -> None:
