@@ -11,9 +11,10 @@ import io
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from wopdsl import Council, Post, Reply, Turn
-from wopdsl.cli._live import PRINTED, LivePrinter
+from wopdsl.cli._live import PRINTED, LivePrinter, message_line, plain_line
 from wopdsl.protocol.envelope import RunEventDoc
 
 
@@ -179,3 +180,40 @@ def test_wop_runs_printer_does_not_read_back_the_commits_of_its_own_run(
     assert store.reads <= 2, store.reads
     assert kept and set(kept) == {0}  # Fed in place: no subscriber, so nothing kept or decoded.
     store.close()
+
+
+def test_the_plain_line_of_a_post_is_the_general_paths_line_or_none() -> None:
+    def event(**changes: Any) -> dict[str, Any]:
+        turn: dict[str, Any] = {"messageId": "team/a/3/0", "from": "a", "role": "agent",
+                                "content": {"text": "hello b", "mentions": ["b"]},
+                                "groupId": "all", "speakerId": "host:a"}
+        content = changes.pop("content", {})
+        turn.update(changes)
+        turn["content"] = {**turn["content"], **content} if content is not None else None
+        return {"type": "conversation.exchanged", "nodeId": "room:all",
+                "payload": {"turn": turn}}
+
+    plain = [event(), event(content={"mentions": []}),
+             event(content={"mentions": ["b", "c"]}), event(content={"text": "a: b @c [d]"})]
+    for sample in plain:
+        turn = sample["payload"]["turn"]
+        assert plain_line(turn) == message_line(sample, turn)  # type: ignore[arg-type]
+    assert plain_line(plain[0]["payload"]["turn"]) == "[all] a team/a/3/0 @b: hello b"
+
+    general = [
+        event(content={"text": "two\nlines"}),  # continuation lines are indented
+        event(content={"text": "back\\slash"}),  # escaped on one line
+        event(content={"text": "red \x1b[31m alert"}),  # a terminal escape
+        event(content={"text": "café"}),  # not ASCII
+        event(content={"mentions": ["b", 7]}),  # a mention that is not text
+        event(content={"text": 5}),
+        event(content=None),
+        event(role="user", **{"from": "user", "speakerId": "host:ann"}),  # a person
+        event(role="system"),
+        event(groupId=None),  # the room from the node id
+        event(**{"from": None}),
+    ]
+    for sample in general:
+        turn = sample["payload"]["turn"]
+        assert plain_line(turn) is None
+        message_line(sample, turn)  # type: ignore[arg-type]  # (the general path copes)

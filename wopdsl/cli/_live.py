@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from wopdsl import EventStore
 
-__all__ = ["LivePrinter", "message_line"]
+__all__ = ["LivePrinter", "message_line", "plain_line"]
 
 
 def message_line(event: RunEventDoc, turn: dict[str, Any] | None = None) -> str:
@@ -40,6 +40,28 @@ def message_line(event: RunEventDoc, turn: dict[str, Any] | None = None) -> str:
     return terminal_safe(f"[{room}] " + _format_line()(
         turn_sender(turn), turn["messageId"], mentions, str(content.get("text", "")),
         indent="    "))
+
+
+def plain_line(turn: dict[str, Any]) -> str | None:
+    """:func:`message_line` of an agent's post whose line is plain printable ASCII, else ``None``.
+
+    The common line, built without the general path's lookups and escaping (a plain line
+    has nothing to escape); any other turn gives ``None`` and takes the general path.
+    """
+    content = turn.get("content")
+    room, sender, message = turn.get("groupId"), turn.get("from"), turn.get("messageId")
+    if turn.get("role") != "agent" or type(content) is not dict or type(room) is not str \
+            or not room or type(sender) is not str or type(message) is not str:
+        return None
+    text, mentions = content.get("text"), content.get("mentions", [])
+    if type(text) is not str or type(mentions) is not list:
+        return None
+    try:
+        tags = " @" + " @".join(mentions) if mentions else ""
+    except TypeError:  # A mention that is not text.
+        return None
+    line = f"[{room}] {sender} {message}{tags}: {text}"
+    return line if line.isascii() and line.isprintable() and "\\" not in line else None
 
 
 def _format_line() -> Callable[..., str]:
@@ -176,7 +198,15 @@ class LivePrinter:
         stash, self._stash = self._stash, []
         for events in stash:
             for event in events:
-                if event["type"] in PRINTED:
+                kind = event["type"]
+                if kind == "conversation.exchanged":
+                    # No room is blind here (the printer does not fold): a post is one line.
+                    line = plain_line(event["payload"]["turn"])
+                    if line is not None:
+                        self._write(line + "\n")
+                        self.printed += 1
+                        continue
+                if kind in PRINTED:
                     self._show(event)
 
     def wanted(self) -> frozenset[str] | None:
