@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wopdsl import Council, Post, Reply, Turn
+from wopdsl import Council, Post, Reply, SqliteStore, Turn
 from wopdsl.cli._live import PRINTED, LivePrinter, message_line, plain_line
 from wopdsl.protocol.envelope import RunEventDoc
 
@@ -217,3 +217,43 @@ def test_the_plain_line_of_a_post_is_the_general_paths_line_or_none() -> None:
         turn = sample["payload"]["turn"]
         assert plain_line(turn) is None
         message_line(sample, turn)  # type: ignore[arg-type]  # (the general path copes)
+
+
+def test_a_handler_changing_its_last_result_does_not_change_what_was_printed(
+        tmp_path: Path) -> None:
+    """The printer formats batches after later turns ran: what it prints is what was logged."""
+    from wopdsl.cli._drive import follow_while
+
+    council = Council("relay", task="Pass it on.", max_turns_per_member=4)
+    council.room("all", members=["a", "b", "c"])
+
+    def member(to: str):  # type: ignore[no-untyped-def]
+        def handler(turn: Turn) -> Reply:
+            if turn.result and turn.result.get("posts"):
+                # The previous result is the member's own to read; this one scribbles on it.
+                turn.result["posts"][0]["mentions"].append("c")
+                turn.result["posts"][0]["text"] = "rewritten"
+            if turn.turn > 3:
+                return Reply(summary="done")
+            return Reply(summary="passed", posts=[
+                Post(room="all", text=f"turn {turn.turn} of {turn.member}", mentions=[to])])
+        return handler
+
+    council.member("a", role="r")(member("b"))
+    council.member("b", role="r", initial_turn=False)(member("a"))
+    council.member("c", role="r", initial_turn=False)(member("a"))
+    store = SqliteStore(tmp_path / "runs.db")
+
+    async def scenario() -> LivePrinter:
+        run = council.start(store, "r1")
+        printer = LivePrinter(io.StringIO())
+        await follow_while(run, printer, run.wait())
+        return printer
+
+    printer = asyncio.run(scenario())
+    replayed = LivePrinter(io.StringIO(), buffered=True)
+    for event in store.read("r1"):
+        replayed.feed(event)
+    printed = printer.out.getvalue()  # type: ignore[attr-defined]
+    assert printed == replayed.out.getvalue()  # type: ignore[attr-defined]
+    assert "team/a/1/0 @b: turn 1 of a\n" in printed and "@c" not in printed

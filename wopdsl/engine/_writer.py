@@ -254,7 +254,9 @@ class EventWriter:
             raise ValidationError(f"conversation of room '{room_id}' is closed",
                                   hint="no turn may follow conversation.closed")
         index = room.turn_index + 1
-        turn = p.post_turn(mid, sender, human=False, text=text, mentions=mentions,
+        # The event's own list: the result's (a later turn's ``Turn.result``, which its
+        # handler may change) is not the logged one, and observers read events after that.
+        turn = p.post_turn(mid, sender, human=False, text=text, mentions=list(mentions),
                            ts=self._ms(), index=index, room_id=room_id, model=model)
         if turn["speakerId"] not in self._roster(room_id):
             # Fail closed (RFC 0101 §Security): never append an unattributed agent turn.
