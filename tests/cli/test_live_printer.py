@@ -36,14 +36,14 @@ class CountingStream(io.StringIO):
 
 
 def _council(*, blind: bool, turns: int = 2,
-             each_turn: Callable[[], None] = lambda: None) -> Council:
+             each_turn: Callable[[Turn], None] = lambda turn: None) -> Council:
     """Two members hand over ``turns`` times each; ``each_turn`` runs in every handler."""
     council = Council("relay", task="Pass it on.", max_turns_per_member=turns + 1)
     council.room("all", members=["a", "b"], blind=blind, rounds=2 if blind else None)
 
     def hand_over(to: str):  # type: ignore[no-untyped-def]
         def handler(turn: Turn) -> Reply:
-            each_turn()
+            each_turn(turn)
             if turn.turn > turns:
                 return Reply(summary="done")
             return Reply(summary="passed", posts=[
@@ -154,15 +154,9 @@ def test_a_printer_takes_committed_batches_in_place_only_where_they_continue(
     assert blind.last_sequence == 0 and blind.printed == 0
 
 
-def test_wop_runs_printer_does_not_read_back_the_commits_of_its_own_run(
-        tmp_path: Path) -> None:
-    from tests.store.test_sqlite_recent import ReadCountingStore
+def _printed_live(council: Council, store: SqliteStore) -> tuple[LivePrinter, str]:
+    """Run ``council`` as ``r1`` printing live as ``wop run`` does: the printer, its text."""
     from wopdsl.cli._drive import follow_while
-
-    kept: list[int] = []  # what the store keeps for subscribers, at each turn
-    council = _council(blind=False, turns=30,
-                       each_turn=lambda: kept.append(len(store._recent._runs)))
-    store = ReadCountingStore(tmp_path / "runs.db")
 
     async def scenario() -> LivePrinter:
         run = council.start(store, "r1")
@@ -171,10 +165,27 @@ def test_wop_runs_printer_does_not_read_back_the_commits_of_its_own_run(
         return printer
 
     printer = asyncio.run(scenario())
+    return printer, printer.out.getvalue()  # type: ignore[attr-defined]
+
+
+def _replayed(store: SqliteStore) -> str:
+    """What ``wop replay`` prints of run ``r1``."""
     replayed = LivePrinter(io.StringIO(), buffered=True)
     for event in store.read("r1"):
         replayed.feed(event)
-    assert printer.out.getvalue() == replayed.out.getvalue()  # type: ignore[attr-defined]
+    return replayed.out.getvalue()  # type: ignore[attr-defined,no-any-return]
+
+
+def test_wop_runs_printer_does_not_read_back_the_commits_of_its_own_run(
+        tmp_path: Path) -> None:
+    from tests.store.test_sqlite_recent import ReadCountingStore
+
+    kept: list[int] = []  # what the store keeps for subscribers, at each turn
+    council = _council(blind=False, turns=30,
+                       each_turn=lambda turn: kept.append(len(store._recent._runs)))
+    store = ReadCountingStore(tmp_path / "runs.db")
+    printer, printed = _printed_live(council, store)
+    assert printed == _replayed(store)
     assert printer.printed == 60
     # The log is read only to catch up at the start (run.started): 60 posts, at most 2 reads.
     assert store.reads <= 2, store.reads
@@ -222,38 +233,15 @@ def test_the_plain_line_of_a_post_is_the_general_paths_line_or_none() -> None:
 def test_a_handler_changing_its_last_result_does_not_change_what_was_printed(
         tmp_path: Path) -> None:
     """The printer formats batches after later turns ran: what it prints is what was logged."""
-    from wopdsl.cli._drive import follow_while
+    def scribble(turn: Turn) -> None:
+        if turn.result and turn.result.get("posts"):
+            # The previous result is the member's own to read; this handler writes on it.
+            turn.result["posts"][0]["mentions"].append("c")
+            turn.result["posts"][0]["text"] = "rewritten"
 
-    council = Council("relay", task="Pass it on.", max_turns_per_member=4)
-    council.room("all", members=["a", "b", "c"])
-
-    def member(to: str):  # type: ignore[no-untyped-def]
-        def handler(turn: Turn) -> Reply:
-            if turn.result and turn.result.get("posts"):
-                # The previous result is the member's own to read; this one scribbles on it.
-                turn.result["posts"][0]["mentions"].append("c")
-                turn.result["posts"][0]["text"] = "rewritten"
-            if turn.turn > 3:
-                return Reply(summary="done")
-            return Reply(summary="passed", posts=[
-                Post(room="all", text=f"turn {turn.turn} of {turn.member}", mentions=[to])])
-        return handler
-
-    council.member("a", role="r")(member("b"))
-    council.member("b", role="r", initial_turn=False)(member("a"))
-    council.member("c", role="r", initial_turn=False)(member("a"))
+    council = _council(blind=False, turns=3, each_turn=scribble)
     store = SqliteStore(tmp_path / "runs.db")
-
-    async def scenario() -> LivePrinter:
-        run = council.start(store, "r1")
-        printer = LivePrinter(io.StringIO())
-        await follow_while(run, printer, run.wait())
-        return printer
-
-    printer = asyncio.run(scenario())
-    replayed = LivePrinter(io.StringIO(), buffered=True)
-    for event in store.read("r1"):
-        replayed.feed(event)
-    printed = printer.out.getvalue()  # type: ignore[attr-defined]
-    assert printed == replayed.out.getvalue()  # type: ignore[attr-defined]
+    _, printed = _printed_live(council, store)
+    assert printed == _replayed(store)
     assert "team/a/1/0 @b: turn 1 of a\n" in printed and "@c" not in printed
+    store.close()
