@@ -131,7 +131,12 @@ class Message(Described):
 
 
 class Turn(Described):
-    """The input of one member turn, as handlers and script templates see it."""
+    """The input of one member turn, as handlers and script templates see it.
+
+    Read-only, with what it holds: its messages and ``result`` are the run's own state,
+    handed over without a copy. A handler builds its reply from copies; changing them in
+    place would change what later turns of this process see, but not the run's log.
+    """
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
