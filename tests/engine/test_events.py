@@ -322,8 +322,10 @@ class _Transactions(SqliteStore):
 
 
 async def test_a_settled_batch_is_committed_with_the_next_dispatch(
-    make_council: MakeCouncil, db_path: Path
+    make_council: MakeCouncil, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # No groups of quick turns (tests/engine/test_quick_groups.py): one turn per commit.
+    monkeypatch.setattr("wopdsl.engine._batches._YIELD_EVERY", 0.0)
     council = make_council({
         "one": lambda t: reply(f"o{t.turn}", *([say("all", "to two", "two")]
                                                if t.turn < 3 else [])),

@@ -64,6 +64,15 @@ class MemberAgent(ABC):
     :func:`wopdsl.agents.python.in_context`), so context variables they set never leak.
     """
 
+    @property
+    def quick(self) -> bool:
+        """Whether this agent's next turn is known to end at once, in place, never suspending.
+
+        A lone quick turn may run while the turns settled just before it are still being
+        gathered into one commit (docs/performance.md, "Quick turns commit together").
+        """
+        return False
+
     @abstractmethod
     async def take_turn(self, turn: Turn) -> object:
         """Return the raw turn result: a ``Reply``, a JSON dict or a summary string.

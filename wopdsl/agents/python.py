@@ -21,6 +21,7 @@ from wopdsl.model.turns import Reply, Turn
 
 __all__ = [
     "INLINE_THRESHOLD_S",
+    "QUICK_S",
     "Handler",
     "HandlerRaised",
     "LoopStopRefused",
@@ -115,6 +116,11 @@ INLINE_THRESHOLD_S: Final = 0.005
 handler's later calls off the event loop, to a daemon worker thread (one slow call alone
 may be the machine's noise: a preemption or a garbage collection)."""
 
+QUICK_S: Final = 0.001
+"""A sync handler whose last in-place call took at most this (seconds) is :attr:`quick
+<PythonAgent.quick>`: its next turn may run before the turns settled just before it are
+committed, which are then committed with its own (docs/performance.md)."""
+
 _T = TypeVar("_T")
 _RESULTS: Final = frozenset({Reply, dict, str})
 """Result types that are never awaitable (checked first: ``isawaitable`` is slower)."""
@@ -145,6 +151,7 @@ class PythonAgent(MemberAgent):
         self._is_async = _is_async_callable(handler)
         self._runs_inline = not self._is_async
         self._slow = False
+        self._quick = False
 
     @property
     def is_async(self) -> bool:
@@ -155,6 +162,14 @@ class PythonAgent(MemberAgent):
     def runs_inline(self) -> bool:
         """Whether :meth:`call_inline` may run the (sync) handler's next call in place."""
         return self._runs_inline
+
+    @property
+    def quick(self) -> bool:
+        """Whether the sync handler runs in place and its last call took ≤ :data:`QUICK_S`.
+
+        Never before its first call: a handler is not assumed quick until it has been.
+        """
+        return self._quick and self._runs_inline
 
     def call_inline(self, turn: Turn) -> object:
         """Call the sync handler on this thread, in a copy of the current context.
@@ -171,6 +186,7 @@ class PythonAgent(MemberAgent):
         finally:
             _IN_PLACE[0] -= 1
             took = time.perf_counter() - started
+            self._quick = took <= QUICK_S
             slow = took > INLINE_THRESHOLD_S
             if took > 10 * INLINE_THRESHOLD_S or (slow and self._slow):
                 self._runs_inline = False

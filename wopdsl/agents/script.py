@@ -112,6 +112,11 @@ class ScriptAgent(MemberAgent):
         self.timeout_s = timeout_s
         self.max_chars = max_chars
 
+    @property
+    def quick(self) -> bool:
+        """A script's turn renders its templates in place and never awaits anything."""
+        return True
+
     async def take_turn(self, turn: Turn) -> object:
         """Render step ``turn.turn`` of the script."""
         if turn.turn > len(self.steps):
