@@ -16,9 +16,10 @@ four ways, alternating round by round (medians of ``--repeat`` rounds):
   (its last 8 messages), call the member's handler (which builds its ``Reply`` and ``Post``),
   dump the reply (``Reply.to_wire``), build the turn's three events (``node.completed``, the
   post's ``conversation.exchanged``, the next member's ``node.started``, the same payloads
-  the engine writes), encode them with orjson, insert them in one transaction (one
-  statement, as the store does), keep the message. No checks, no fold, no asyncio, no
-  retries, no steering, no observers;
+  the engine writes), encode them with orjson, insert them, keep the message. It commits
+  as the engine does: the turns of up to 1 ms (at most 64 events) in one transaction,
+  one statement for a short one. No checks, no fold, no asyncio, no retries, no steering,
+  no observers;
 * ``skeleton (no SQLite)``: the same loop without the transaction (its Python alone);
 * ``handlers alone``: only the members' handlers, called on one prepared ``Turn`` (the
   user's code: building a ``Reply`` with one ``Post``);
@@ -57,6 +58,10 @@ from wopdsl.model.turns import Message  # noqa: E402
 from wopdsl.protocol import payloads as p  # noqa: E402
 
 RUN = "ideal-run"
+GROUP_S = 0.001
+"""The engine's window for quick turns committed together (``_batches._YIELD_EVERY``)."""
+GROUP_EVENTS = 64
+"""The most events such a group gathers (``_batches._GROUP_EVENTS``)."""
 
 
 def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | None) -> int:
@@ -75,6 +80,7 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
     ran = 0
     member, turn_of = 0, [0] * members
     pending: list[tuple[str, int, str, str]] = []
+    group_started = time.monotonic()
     while ran < turns:
         turn_of[member] += 1
         ran += 1
@@ -112,6 +118,12 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
             if type_ == "conversation.exchanged":
                 last_event = event["eventId"]
             pending.append((RUN, sequence, type_, orjson.dumps(event).decode()))
+        member = following
+        last = not wire.get("posts")
+        # Quick turns commit together, as the engine's (``wopdsl.engine._batches``).
+        if not last and len(pending) <= GROUP_EVENTS and \
+                time.monotonic() - group_started < GROUP_S:
+            continue
         if conn is not None and len(pending) <= ONE_STATEMENT_ROWS:
             conn.execute(one_statement(len(pending)), list(chain.from_iterable(pending)))
         elif conn is not None:
@@ -119,8 +131,8 @@ def skeleton(council: Any, members: int, turns: int, conn: sqlite3.Connection | 
             conn.executemany(insert, pending)
             conn.execute("COMMIT")
         pending = []
-        member = following
-        if not wire.get("posts"):
+        group_started = time.monotonic()
+        if last:
             break
     return ran
 
