@@ -48,8 +48,11 @@ import wopdsl
 assert Path(wopdsl.__file__).resolve().is_relative_to(Path(tree).resolve()), wopdsl.__file__
 # Under valgrind every call is ~50 times slower: a sync handler would pass the 5 ms in-place
 # threshold now and then and move to worker threads, which a normal run never does.
+# Its windows in wall time (quick turns, their commit groups) are stretched as much.
 import wopdsl.agents.python
+import wopdsl.engine._batches
 wopdsl.agents.python.INLINE_THRESHOLD_S = 3600.0
+wopdsl.agents.python.QUICK_S = wopdsl.engine._batches._YIELD_EVERY = 0.05
 from workload import CountingStore, build_council, run_engine_only, run_once
 council = build_council(engine, n, turns)
 with tempfile.TemporaryDirectory(prefix="wop-instr-") as tmp:

@@ -11,7 +11,9 @@ out. ``--json-too`` counts ``wop run --json`` as well (no transcript: what the r
 costs). As in ``bench/instructions.py``, sync handlers are kept in place under valgrind
 (every call is ~50 × slower there). Note that the engine yields to the event loop every
 millisecond of wall time, so under valgrind a live follower is woken about once per turn
-(on a normal run, once per ten or so): its per-wake costs weigh more here than in µs.
+(on a normal run, once per ten or so): its per-wake costs weigh more here than in µs. So
+the child stretches the engine's wall-time windows 50 times (the 1 ms window of quick turns
+committed together, and what counts as a quick handler), in both trees alike.
 ``--base REV`` counts an older revision too (a ``git archive`` of it in a temporary folder).
 """
 
@@ -31,6 +33,8 @@ CHILD = (
     "import sys; sys.path[:0] = [sys.argv.pop(1)]\n"
     "import wopdsl.agents.python as python\n"
     "python.INLINE_THRESHOLD_S = 3600.0\n"
+    "import wopdsl.engine._batches as batches\n"
+    "python.QUICK_S = batches._YIELD_EVERY = 0.05\n"
     "from wopdsl.cli import main\n"
     "raise SystemExit(main())\n"
 )

@@ -112,7 +112,7 @@ class Batches(Settling, LiveRecords):
             try:
                 self._settle(batch, outcomes, timed_out=timed_out)
                 following = self._chain()
-                if inline and self._joins_group(outcomes, following):
+                if inline and self._joins_group(outcomes[0], following):
                     first = (batch, outcomes, base) if group is None else group[:3]
                     self._group = (*first, len(self._pending))
                     return following
@@ -134,19 +134,21 @@ class Batches(Settling, LiveRecords):
                     raise
                 base = self.state.last_sequence
 
-    def _joins_group(self, outcomes: list[dict[str, Any] | TurnError],
+    def _joins_group(self, outcome: dict[str, Any] | TurnError,
                      following: list[Inflight] | None) -> bool:
-        """Whether a settled quick turn may wait to be committed with the next one."""
-        if following is None or len(following) != 1 or self._blocking or \
-                not self._in_place or self._deadline is not None or \
+        """Whether a settled lone turn may wait to be committed with the next one.
+
+        Only when that one is a lone quick turn, which the drive then runs inline (a quick
+        agent is an inline one), and the group is young and small.
+        """
+        if following is None or len(following) != 1 or type(outcome) is not dict or \
+                self._blocking or not self._in_place or self._deadline is not None or \
                 len(self._pending) > _GROUP_EVENTS or \
-                time.monotonic() - self._yielded >= _YIELD_EVERY or \
-                not all(type(outcome) is dict for outcome in outcomes):
+                time.monotonic() - self._yielded >= _YIELD_EVERY:
             return False
         member = self.graph.members[following[0].member]
         agent = member.agent
-        return agent is not None and agent.quick and member.turn_timeout_s is None and \
-            self._inline(following[0])
+        return agent is not None and agent.quick and member.turn_timeout_s is None
 
     def _commit_group(self) -> None:
         """Commit the group of quick turns, before the drive stops with an error."""
