@@ -85,14 +85,25 @@ def _check_finished(pg_url: str, run_id: str) -> list[dict[str, Any]]:
     return events
 
 
-def _terminate_host_sessions(pg_url: str) -> int:
+_HOST_SESSIONS = ("FROM pg_stat_activity WHERE datname = current_database() AND "
+                  "application_name LIKE 'wopdsl%%' AND pid <> pg_backend_pid()")
+
+
+def _terminate_host_sessions(pg_url: str, at_least: int = 3) -> int:
+    """Terminate the host's sessions once ``at_least`` are open (claims, pool and listen).
+
+    A session the host opens lazily or is reopening may be missing for a moment: wait for
+    all of them first, so that every kind is cut, not whichever happened to be open.
+    """
     import psycopg
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = "
-            "current_database() AND application_name LIKE 'wopdsl%%' "
-            "AND pid <> pg_backend_pid()").fetchall()
+        deadline = time.monotonic() + 30
+        while conn.execute(f"SELECT count(*) {_HOST_SESSIONS}").fetchone()[0] < at_least \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rows = conn.execute(f"SELECT pg_terminate_backend(pid, 5000) {_HOST_SESSIONS}"
+                            ).fetchall()
     return len(rows)
 
 
